@@ -1,0 +1,1 @@
+"""Built-in benchmarks. Each module defines one :class:`Benchmark` subclass."""

@@ -1,0 +1,223 @@
+"""``safetyrepro``: run one configuration, the all-benchmark demo, data and model housekeeping.
+
+Every bad input ends in one line on stderr (``error: ... -- fix: ...``) and exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .errors import SafetyReproError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="SafetyRepro: alignment benchmarks under explicit, hash-anchored configurations.")
+data_app = typer.Typer(no_args_is_help=True, help="Find, download and verify the upstream data files.")
+model_app = typer.Typer(no_args_is_help=True, help="Prepare the embedded default model.")
+app.add_typer(data_app, name="data")
+app.add_typer(model_app, name="model")
+# Wide enough for the metrics table when output is piped (CI logs, files).
+console = Console(width=None if sys.stdout.isatty() else 140)
+
+DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="Folder laid out like the upstream snapshot "
+                                                 "(default: $SAFETYREPRO_DATA_DIR, else download to the cache).")]
+
+
+def _fmt(metric: dict[str, Any], name: str) -> str:
+    value, low, high = metric["value"], metric["ci_low"], metric["ci_high"]
+    if value != value:  # NaN: no item in that condition
+        return "n/a"
+    digits = 1 if name.startswith("pct_") else 3
+    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def metrics_table(summaries: list[dict[str, Any]], title: str) -> Table:
+    """One row per metric; the run's configuration on its first row. Primary metric first."""
+    table = Table(title=title, title_justify="left")
+    for column in ("benchmark", "template", "scoring", "shots", "decoding", "n", "unparsed", "metric",
+                   "value [95% CI]"):
+        table.add_column(column, no_wrap=column in ("metric", "value [95% CI]"))
+    for s in summaries:
+        cfg, metrics = s["config"], s["metrics"]
+        primary = s["benchmark"]["primary_metric"]
+        names = [primary] + [k for k in metrics if k != primary]
+        for row, name in enumerate(names):
+            run_cells = (s["benchmark"]["name"], cfg["template"], cfg["scoring"], str(cfg["fewshot"]),
+                         cfg["decoding"], str(s["counts"]["items"]), str(s["counts"]["unparsed"]))
+            table.add_row(*(run_cells if row == 0 else ("",) * len(run_cells)), name, _fmt(metrics[name], name),
+                          end_section=row == len(names) - 1)
+    return table
+
+
+@app.command("run")
+def run_cmd(
+    benchmark: Annotated[Optional[str], typer.Option(help="truthfulqa, bbq, toxigen, crows_pairs, xstest.")] = None,
+    template: Annotated[Optional[str], typer.Option(help="minimal, persona, detailed, cot.")] = None,
+    scoring: Annotated[Optional[str], typer.Option(help="regex or logprob.")] = None,
+    fewshot: Annotated[Optional[int], typer.Option(help="0, 3 or 5 exemplars.")] = None,
+    decoding: Annotated[Optional[str], typer.Option(help="greedy, t0.3 or t0.7.")] = None,
+    model: Annotated[Optional[str], typer.Option(help="`embedded`, an HF folder or id.")] = None,
+    quantization: Annotated[Optional[str], typer.Option(help="none or nf4.")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="Evaluate the first N subset items.")] = None,
+    max_new_tokens: Annotated[Optional[int], typer.Option(help="Generation budget (default 32; cot 256).")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Sampling and bootstrap seed.")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="YAML run config; flags override its fields.")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Folder for records.jsonl and summary.json.")] = None,
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing --out folder.")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Run one configuration through the reference runner and print its metrics."""
+    from .config import build_config, load_config_file
+    from .runner import run
+
+    data: dict[str, Any] = load_config_file(config) if config else {}
+    flags = {"benchmark": benchmark, "template": template, "scoring": scoring, "fewshot": fewshot,
+             "decoding": decoding, "limit": limit, "max_new_tokens": max_new_tokens, "seed": seed}
+    data.update({k: v for k, v in flags.items() if v is not None})
+    model_data = dict(data.get("model") or {})
+    if model is not None:
+        model_data["name_or_path"] = model
+    if quantization is not None:
+        model_data["quantization"] = quantization
+    if model_data:
+        data["model"] = model_data
+    if "benchmark" not in data:
+        raise SafetyReproError("no benchmark given", "pass --benchmark NAME or a --config file with `benchmark:`")
+    cfg = build_config(data, source=str(config) if config else "command-line flags")
+    result = run(cfg, data_dir=data_dir, out_dir=out, overwrite=overwrite)
+    console.print(metrics_table([result.summary], f"config {cfg.config_hash()[:12]}"))
+    if out:
+        console.print(f"records: {out / 'records.jsonl'}\nsummary: {out / 'summary.json'}")
+
+
+@app.command("demo")
+def demo_cmd(
+    limit: Annotated[int, typer.Option(help="Items per benchmark.")] = 8,
+    template: Annotated[str, typer.Option(help="Template for every run.")] = "minimal",
+    out: Annotated[Optional[Path], typer.Option(help="Folder for one sub-folder per run.")] = None,
+    overwrite: Annotated[bool, typer.Option(help="Replace existing run folders.")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """The main job: a small run of every benchmark, both scoring paths, on the embedded model."""
+    from . import _registry
+    from .config import build_config
+    from .runner import check_out_dir, run
+
+    names = list(_registry.benchmarks())
+    plan = [(name, scoring) for name in names for scoring in ("logprob", "regex")]
+    if out:
+        for name, scoring in plan:
+            check_out_dir(out / f"{name}_{template}_{scoring}", overwrite)
+    summaries = []
+    for name, scoring in plan:
+        cfg = build_config({"benchmark": name, "template": template, "scoring": scoring, "limit": limit})
+        result = run(cfg, data_dir=data_dir, out_dir=(out / f"{name}_{template}_{scoring}") if out else None,
+                     overwrite=overwrite)
+        summaries.append(result.summary)
+    model = summaries[0]["model"]
+    console.print(metrics_table(summaries, f"SafetyRepro demo: {model['name_or_path']} "
+                                f"({model['resolved_path']}), {limit} items per benchmark"))
+
+
+@app.command("list")
+def list_cmd() -> None:
+    """Registered benchmarks, template styles and scoring paths."""
+    from . import _registry
+
+    for kind, table in (("benchmarks", _registry.benchmarks()), ("templates", _registry.styles()),
+                        ("scoring", _registry.scorers())):
+        console.print(f"{kind}: {', '.join(table)}")
+
+
+@app.command("subsets")
+def subsets_cmd(
+    write: Annotated[bool, typer.Option(help="Rewrite the committed manifests (maintainers only).")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Rebuild every subset from the data and compare it with the committed manifest."""
+    from . import _registry
+    from .datafiles import resolve_data_dir
+    from .subsets import build_manifest, load_manifest, manifest_path, write_manifest
+
+    source = resolve_data_dir(data_dir)
+    bad = []
+    for bench in _registry.benchmarks().values():
+        built = build_manifest(bench, bench.load(source))
+        committed = load_manifest(bench)
+        status = "ok" if committed and committed.sha256 == built.sha256 else "DIFFERS"
+        if write:
+            write_manifest(built, manifest_path(bench))
+            status = "written"
+        elif status != "ok":
+            bad.append(bench.name)
+        console.print(f"{bench.name}: {len(built.eval_ids)} items, {len(built.fewshot_ids)} exemplars, "
+                      f"sha256 {built.sha256[:16]} {status}")
+    if bad:
+        raise SafetyReproError(f"subsets differ from the committed manifests: {bad}",
+                               "use the pinned upstream files; manifests change only by a reviewed commit")
+
+
+@data_app.command("fetch")
+def data_fetch(benchmark: Annotated[Optional[list[str]], typer.Argument()] = None) -> None:
+    """Download the pinned upstream files into the cache and verify their SHA-256."""
+    from .datafiles import FILES, download, resolve_data_dir
+
+    source = resolve_data_dir(None) if not os.environ.get("SAFETYREPRO_DATA_DIR") else None
+    if source is None:
+        raise SafetyReproError("SAFETYREPRO_DATA_DIR is set, so nothing is downloaded",
+                               "unset it to fetch into the cache")
+    for name in benchmark or list(FILES):
+        download(name, source)
+        console.print(f"{name}: verified in {source.root}")
+
+
+@data_app.command("verify")
+def data_verify(data_dir: DataDir = None) -> None:
+    """Check every pinned file in the data folder against its SHA-256."""
+    from .datafiles import FILES, resolve_data_dir
+
+    source = resolve_data_dir(data_dir)
+    for name, files in FILES.items():
+        for f in files:
+            source.verify(f)
+        console.print(f"{name}: {len(files)} file(s) ok")
+
+
+@model_app.command("prepare")
+def model_prepare() -> None:
+    """Convert the embedded GGUF into the cache (once) and print the folder."""
+    from .models.embedded import embedded_model_dir
+
+    console.print(str(embedded_model_dir()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        app(args=argv, standalone_mode=False)
+    except SafetyReproError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        print("aborted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            return 2
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Metric values with bootstrap confidence intervals (scipy.stats.bootstrap, percentile method).
+
+Every interval resamples items, the unit the subset was drawn in; unparsed generations count as
+wrong for accuracy and are reported beside every metric as ``unparsed_rate``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+from scipy import stats
+
+CONFIDENCE = 0.95
+
+
+class MetricValue(BaseModel):
+    """A point estimate with its bootstrap confidence interval."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: float
+    """The metric on all items (NaN when undefined, e.g. no item in the condition)."""
+    ci_low: float
+    """Lower end of the 95% percentile-bootstrap interval."""
+    ci_high: float
+    """Upper end of the 95% percentile-bootstrap interval."""
+    n: int
+    """Number of items the metric was computed on."""
+    note: str = ""
+    """How the metric is defined, for the summary and the tables."""
+
+
+def bootstrap_metric(
+    arrays: tuple[np.ndarray, ...],
+    statistic: Callable[..., float],
+    *,
+    seed: int,
+    n_resamples: int,
+    paired: bool = True,
+    note: str = "",
+) -> MetricValue:
+    """``statistic(*arrays)`` with a percentile bootstrap CI.
+
+    ``paired`` resamples the same item indices across arrays (per-item columns of one sample);
+    unpaired arrays (e.g. XSTest's safe and unsafe prompts) are resampled independently.
+    """
+    arrays = tuple(np.asarray(a, dtype=float) for a in arrays)
+    value = statistic(*arrays)
+    n = int(len(arrays[0])) if paired else int(sum(len(a) for a in arrays))
+    if math.isnan(value) or min(len(a) for a in arrays) < 2 or n_resamples <= 0:
+        return MetricValue(value=value, ci_low=value, ci_high=value, n=n, note=note)
+    if all(np.all(a == a[0]) for a in arrays):
+        # Every resample gives the same value; scipy would warn about a degenerate distribution.
+        return MetricValue(value=value, ci_low=value, ci_high=value, n=n, note=note)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = stats.bootstrap(
+            arrays,
+            lambda *xs: statistic(*xs),
+            paired=paired,
+            vectorized=False,
+            n_resamples=n_resamples,
+            confidence_level=CONFIDENCE,
+            method="percentile",
+            random_state=np.random.default_rng(seed),
+        )
+    low, high = result.confidence_interval
+    return MetricValue(value=value, ci_low=float(low), ci_high=float(high), n=n, note=note)
+
+
+def _mean(values: np.ndarray) -> float:
+    return float(values.mean()) if len(values) else float("nan")
+
+
+def accuracy_metrics(records: Sequence, *, seed: int, n_resamples: int) -> dict[str, MetricValue]:
+    """Accuracy over all items (unparsed = wrong) and the unparsed rate."""
+    correct = np.array([bool(r.correct) for r in records], dtype=float)
+    return {
+        "accuracy": bootstrap_metric((correct,), _mean, seed=seed, n_resamples=n_resamples,
+                                     note="unparsed answers count as wrong"),
+        "unparsed_rate": unparsed_metric(records, seed=seed, n_resamples=n_resamples),
+    }
+
+
+def unparsed_metric(records: Sequence, *, seed: int, n_resamples: int) -> MetricValue:
+    unparsed = np.array([r.prediction is None for r in records], dtype=float)
+    return bootstrap_metric((unparsed,), _mean, seed=seed, n_resamples=n_resamples,
+                            note="share of generations no answer could be extracted from")

