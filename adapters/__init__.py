@@ -6,14 +6,23 @@ plugin, build a configuration and run it. Everything else is an implementation m
 
 from __future__ import annotations
 
-from ._registry import benchmarks, get_benchmark, get_scorer, get_style, register_plugin, styles, unregister_plugin
+from ._registry import (
+    all_benchmarks,
+    all_scorers,
+    all_styles,
+    get_benchmark,
+    get_scorer,
+    get_style,
+    register_plugin,
+    unregister_plugin,
+)
 from .config import ModelSpec, RunConfig, build_config
 from .errors import ConfigError, DataError, SafetyReproError
 from .hookspecs import hookimpl
 
 __all__ = [
-    "ConfigError", "DataError", "ModelSpec", "RunConfig", "SafetyReproError", "benchmarks", "build_config",
-    "get_benchmark", "get_scorer", "get_style", "hookimpl", "register_plugin", "run", "styles",
+    "ConfigError", "DataError", "ModelSpec", "RunConfig", "SafetyReproError", "all_benchmarks", "all_scorers",
+    "all_styles", "build_config", "get_benchmark", "get_scorer", "get_style", "hookimpl", "register_plugin", "run",
     "unregister_plugin",
 ]
 

@@ -41,7 +41,7 @@ def unregister_plugin(plugin: object) -> None:
         manager.unregister(plugin)
 
 
-def benchmarks() -> dict[str, Benchmark]:
+def all_benchmarks() -> dict[str, Benchmark]:
     found: dict[str, Benchmark] = {}
     for provided in plugin_manager().hook.safetyrepro_benchmarks():
         for bench in provided:
@@ -52,7 +52,7 @@ def benchmarks() -> dict[str, Benchmark]:
     return found
 
 
-def styles() -> dict[str, Style]:
+def all_styles() -> dict[str, Style]:
     from .prompts import style_from_mapping
 
     found: dict[str, Style] = {}
@@ -62,7 +62,7 @@ def styles() -> dict[str, Style]:
     return found
 
 
-def scorers() -> dict[str, Scorer]:
+def all_scorers() -> dict[str, Scorer]:
     return {s.name: s for provided in plugin_manager().hook.safetyrepro_scorers() for s in provided}
 
 
@@ -73,15 +73,15 @@ def _pick(kind: str, name: str, table: dict[str, Any]) -> Any:
 
 
 def get_benchmark(name: str) -> Benchmark:
-    return _pick("benchmark", name, benchmarks())
+    return _pick("benchmark", name, all_benchmarks())
 
 
 def get_style(name: str) -> Style:
-    return _pick("template", name, styles())
+    return _pick("template", name, all_styles())
 
 
 def get_scorer(name: str) -> Scorer:
-    return _pick("scoring", name, scorers())
+    return _pick("scoring", name, all_scorers())
 
 
 def template_file(bench: Benchmark) -> Path:

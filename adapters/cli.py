@@ -110,7 +110,7 @@ def demo_cmd(
     from .config import build_config
     from .runner import check_out_dir, run
 
-    names = list(_registry.benchmarks())
+    names = list(_registry.all_benchmarks())
     plan = [(name, scoring) for name in names for scoring in ("logprob", "regex")]
     if out:
         for name, scoring in plan:
@@ -131,8 +131,8 @@ def list_cmd() -> None:
     """Registered benchmarks, template styles and scoring paths."""
     from . import _registry
 
-    for kind, table in (("benchmarks", _registry.benchmarks()), ("templates", _registry.styles()),
-                        ("scoring", _registry.scorers())):
+    for kind, table in (("benchmarks", _registry.all_benchmarks()), ("templates", _registry.all_styles()),
+                        ("scoring", _registry.all_scorers())):
         console.print(f"{kind}: {', '.join(table)}")
 
 
@@ -148,7 +148,7 @@ def subsets_cmd(
 
     source = resolve_data_dir(data_dir)
     bad = []
-    for bench in _registry.benchmarks().values():
+    for bench in _registry.all_benchmarks().values():
         built = build_manifest(bench, bench.load(source))
         committed = load_manifest(bench)
         status = "ok" if committed and committed.sha256 == built.sha256 else "DIFFERS"

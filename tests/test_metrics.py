@@ -1,0 +1,102 @@
+"""Metric computations against hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from safetyrepro.adapters import get_benchmark
+from safetyrepro.adapters.metrics import bootstrap_metric
+from safetyrepro.adapters.records import ItemRecord
+
+
+def rec(prediction: int | None, gold: int | None, **meta) -> ItemRecord:
+    return ItemRecord(
+        item_id="x", config_hash="h", messages=[], prompt="", options=[], labels=[], candidates=[],
+        gold=gold, gold_label=None, raw_output=None, logprob_context=None, loglikelihoods=None, is_greedy=None,
+        prediction=prediction, prediction_label=None, extraction_rule="test",
+        correct=None if gold is None else (prediction is not None and prediction == gold), meta=meta,
+    )
+
+
+def bbq(pred, gold, polarity, condition, target=0, unknown=2):
+    return rec(pred, gold, question_polarity=polarity, context_condition=condition, target_index=target,
+               unknown_index=unknown, category="Age")
+
+
+def test_bbq_bias_scores_by_hand() -> None:
+    records = [
+        # disambiguated
+        bbq(0, 0, "neg", "disambig", target=0),     # biased, correct
+        bbq(0, 1, "neg", "disambig", target=0),     # biased, wrong
+        bbq(1, 1, "nonneg", "disambig", target=1),  # names the target on a non-negative question: not biased
+        bbq(2, 0, "nonneg", "disambig", target=1),  # UNKNOWN: not counted in the bias score
+        bbq(None, 0, "neg", "disambig"),            # unparsed: excluded from bias, wrong for accuracy
+        # ambiguous (gold is always UNKNOWN = 2)
+        bbq(0, 2, "neg", "ambig", target=0),        # biased
+        bbq(1, 2, "nonneg", "ambig", target=0),     # non-target on a non-negative question: biased
+        bbq(1, 2, "neg", "ambig", target=0),        # anti-stereotypical answer
+        bbq(2, 2, "neg", "ambig", target=0),        # correct
+        bbq(None, 2, "neg", "ambig"),               # unparsed
+    ]
+    m = get_benchmark("bbq").metrics(records, seed=0, n_resamples=200)
+    assert m["accuracy"].value == pytest.approx(3 / 10)
+    assert m["unparsed_rate"].value == pytest.approx(2 / 10)
+    assert m["accuracy_disambig"].value == pytest.approx(2 / 5)
+    assert m["accuracy_ambig"].value == pytest.approx(1 / 5)
+    # s_DIS = 2 * (2 biased / 3 non-UNKNOWN) - 1
+    assert m["bias_disambig"].value == pytest.approx(1 / 3)
+    # s_AMB = (1 - 0.2) * (2 * 2/3 - 1)
+    assert m["bias_ambig"].value == pytest.approx(0.8 * (1 / 3))
+
+
+def test_bbq_all_unknown_on_ambiguous_is_zero_bias() -> None:
+    records = [bbq(2, 2, "neg", "ambig"), bbq(2, 2, "nonneg", "ambig")]
+    assert get_benchmark("bbq").metrics(records, seed=0, n_resamples=50)["bias_ambig"].value == 0.0
+
+
+def test_xstest_rates_by_hand() -> None:
+    safe = [rec(p, 0, label="safe") for p in (0, 1, None)]
+    unsafe = [rec(p, 1, label="unsafe") for p in (1, 0)]
+    m = get_benchmark("xstest").metrics(safe + unsafe, seed=0, n_resamples=200)
+    assert m["compliance_safe"].value == pytest.approx(1 / 3)
+    assert m["refusal_unsafe"].value == pytest.approx(1 / 2)
+    assert m["balanced_rate"].value == pytest.approx((1 / 3 + 1 / 2) / 2)
+    assert m["unparsed_rate"].value == pytest.approx(1 / 5)
+
+
+def test_crows_pct_stereotype_by_hand() -> None:
+    records = [rec(p, None, stereo_index=s, direction=d) for p, s, d in
+               [(0, 0, "stereo"), (0, 1, "stereo"), (None, 0, "antistereo"), (1, 1, "antistereo")]]
+    m = get_benchmark("crows_pairs").metrics(records, seed=0, n_resamples=200)
+    assert m["pct_stereotype"].value == pytest.approx(200 / 3)
+    assert m["pct_stereotype_stereo"].value == pytest.approx(50.0)
+    assert m["pct_stereotype_antistereo"].value == pytest.approx(100.0)
+    assert m["unparsed_rate"].value == pytest.approx(0.25)
+
+
+def test_accuracy_counts_unparsed_as_wrong() -> None:
+    records = [rec(0, 0), rec(None, 0), rec(1, 1), rec(0, 1)]
+    m = get_benchmark("truthfulqa").metrics(records, seed=0, n_resamples=100)
+    assert m["accuracy"].value == 0.5
+    assert m["unparsed_rate"].value == 0.25
+
+
+def test_bootstrap_interval_brackets_and_is_seeded() -> None:
+    values = np.array([1, 0, 1, 1, 0, 1, 0, 1, 1, 1] * 5, dtype=float)
+    a = bootstrap_metric((values,), lambda v: float(v.mean()), seed=3, n_resamples=500)
+    b = bootstrap_metric((values,), lambda v: float(v.mean()), seed=3, n_resamples=500)
+    assert a == b
+    assert a.ci_low < a.value < a.ci_high
+    # Normal-approximation width for p=0.7, n=50 is about +-0.127; the bootstrap is close.
+    assert 0.08 < (a.ci_high - a.ci_low) / 2 < 0.18
+
+
+def test_bootstrap_degenerate_and_empty() -> None:
+    same = bootstrap_metric((np.ones(10),), lambda v: float(v.mean()), seed=0, n_resamples=100)
+    assert same.ci_low == same.value == same.ci_high == 1.0
+    empty = bootstrap_metric((np.array([]),), lambda v: float(v.mean()) if len(v) else float("nan"),
+                             seed=0, n_resamples=100)
+    assert math.isnan(empty.value) and empty.n == 0

@@ -1,0 +1,91 @@
+"""The reference runner end to end with the real embedded model on real data."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from safetyrepro.adapters import build_config, run
+
+BENCHMARKS = ["truthfulqa", "bbq", "toxigen", "crows_pairs", "xstest"]
+STYLES = ["minimal", "persona", "detailed", "cot"]
+RECORD_FIELDS = {"item_id", "config_hash", "messages", "prompt", "options", "labels", "candidates", "gold",
+                 "gold_label", "raw_output", "logprob_context", "loglikelihoods", "is_greedy", "prediction",
+                 "prediction_label", "extraction_rule", "correct", "meta"}
+
+
+@pytest.mark.parametrize("scoring", ["logprob", "regex"])
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_matrix_end_to_end(name: str, style: str, scoring: str, lm, tmp_path: Path) -> None:
+    # cot gets a short budget here to keep the suite fast; the budget is part of the config.
+    cfg = build_config({"benchmark": name, "template": style, "scoring": scoring, "limit": 2,
+                        "fewshot": 3 if style == "persona" else 0, "n_resamples": 50,
+                        "max_new_tokens": 40 if style == "cot" else None})
+    result = run(cfg, out_dir=tmp_path / "run", show_progress=False)
+    lines = (tmp_path / "run/records.jsonl").read_text().splitlines()
+    summary = json.loads((tmp_path / "run/summary.json").read_text())
+    assert len(lines) == 2 and summary["config_hash"] == cfg.config_hash()
+    assert summary["config"]["template"] == style and summary["model"]["chat"] is True
+    assert summary["model"]["chat_template_sha256"] and summary["model"]["source_sha256"]
+    for line, record in zip(lines, result.records):
+        data = json.loads(line)
+        assert set(data) == RECORD_FIELDS
+        assert data["prompt"].startswith("<|im_start|>") and data["prompt"].endswith("<|im_start|>assistant\n")
+        assert data["candidates"] == [" " + (o if name == "crows_pairs" else l)
+                                      for o, l in zip(data["options"], data["labels"])]
+        if scoring == "logprob":
+            assert data["extraction_rule"] == "argmax"
+            assert len(data["loglikelihoods"]) == len(data["options"])
+            assert all(ll < 0 and math.isfinite(ll) for ll in data["loglikelihoods"])
+            best = max(range(len(data["options"])), key=lambda i: data["loglikelihoods"][i])
+            assert data["prediction"] == best
+            assert data["logprob_context"].endswith("Answer:")
+            assert (data["raw_output"] is not None) == (style == "cot")
+        else:
+            assert data["raw_output"] is not None and data["loglikelihoods"] is None
+            assert (data["prediction"] is None) == (data["extraction_rule"] in ("unparsed", "empty"))
+        if name == "crows_pairs":
+            assert data["correct"] is None and data["gold"] is None
+        else:
+            assert data["correct"] == (data["prediction"] is not None and data["prediction"] == data["gold"])
+    primary = summary["benchmark"]["primary_metric"]
+    assert primary in summary["metrics"] and "unparsed_rate" in summary["metrics"]
+    assert summary["counts"]["unparsed"] == sum(r.prediction is None for r in result.records)
+
+
+def _records(cfg, **kw):
+    return [r.model_dump() for r in run(cfg, show_progress=False, **kw).records]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"benchmark": "bbq", "scoring": "regex", "limit": 3},
+        {"benchmark": "truthfulqa", "scoring": "logprob", "limit": 3, "fewshot": 3},
+        {"benchmark": "toxigen", "scoring": "regex", "decoding": "t0.7", "limit": 3, "seed": 7},
+    ],
+)
+def test_same_command_twice_is_identical(data: dict, lm) -> None:
+    cfg = build_config({**data, "n_resamples": 20})
+    assert _records(cfg) == _records(cfg)
+
+
+def test_batch_size_does_not_change_logprob_results(lm) -> None:
+    a = run(build_config({"benchmark": "truthfulqa", "limit": 4, "batch_size": 1, "n_resamples": 0}),
+            show_progress=False).records
+    b = run(build_config({"benchmark": "truthfulqa", "limit": 4, "batch_size": 8, "n_resamples": 0}),
+            show_progress=False).records
+    for x, y in zip(a, b):
+        assert x.prediction == y.prediction
+        assert max(abs(p - q) for p, q in zip(x.loglikelihoods, y.loglikelihoods)) < 1e-4
+
+
+def test_sampling_depends_on_seed(lm) -> None:
+    base = {"benchmark": "xstest", "scoring": "regex", "decoding": "t0.7", "limit": 4, "n_resamples": 0}
+    a = [r.raw_output for r in run(build_config({**base, "seed": 1}), show_progress=False).records]
+    b = [r.raw_output for r in run(build_config({**base, "seed": 2}), show_progress=False).records]
+    assert a != b
