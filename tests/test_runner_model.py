@@ -89,3 +89,14 @@ def test_sampling_depends_on_seed(lm) -> None:
     a = [r.raw_output for r in run(build_config({**base, "seed": 1}), show_progress=False).records]
     b = [r.raw_output for r in run(build_config({**base, "seed": 2}), show_progress=False).records]
     assert a != b
+
+
+def test_nf4_quantization_runs_on_cpu_and_is_recorded(lm) -> None:
+    base = {"benchmark": "toxigen", "limit": 2, "n_resamples": 0}
+    full = run(build_config(base), show_progress=False)
+    nf4 = run(build_config({**base, "model": {"quantization": "nf4"}}), show_progress=False)
+    assert nf4.summary["model"]["quantization"] == "nf4"
+    assert nf4.summary["config_hash"] != full.summary["config_hash"]
+    # 4-bit weights change the numbers (they are not a relabelled fp32 run).
+    assert nf4.records[0].loglikelihoods != full.records[0].loglikelihoods
+    assert all(abs(a - b) < 2.0 for a, b in zip(nf4.records[0].loglikelihoods, full.records[0].loglikelihoods))
