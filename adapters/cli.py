@@ -21,8 +21,10 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="SafetyRepro: alignment benchmarks under explicit, hash-anchored configurations.")
 data_app = typer.Typer(no_args_is_help=True, help="Find, download and verify the upstream data files.")
 model_app = typer.Typer(no_args_is_help=True, help="Prepare the embedded default model.")
+lm_eval_app = typer.Typer(no_args_is_help=True, help="The lm-evaluation-harness binding.")
 app.add_typer(data_app, name="data")
 app.add_typer(model_app, name="model")
+app.add_typer(lm_eval_app, name="lm-eval")
 # Wide enough for the metrics table when output is piped (CI logs, files).
 console = Console(width=None if sys.stdout.isatty() else 140)
 
@@ -191,11 +193,50 @@ def data_verify(data_dir: DataDir = None) -> None:
 
 
 @model_app.command("prepare")
-def model_prepare() -> None:
+def model_prepare(
+    nf4: Annotated[bool, typer.Option(help="Also write a pre-quantised NF4 copy and print its folder.")] = False,
+) -> None:
     """Convert the embedded GGUF into the cache (once) and print the folder."""
-    from .models.embedded import embedded_model_dir
+    from .models.embedded import embedded_model_dir, nf4_checkpoint
 
-    console.print(str(embedded_model_dir()))
+    print(str(nf4_checkpoint(embedded_model_dir()) if nf4 else embedded_model_dir()))
+
+
+@lm_eval_app.command("path")
+def lm_eval_path() -> None:
+    """Print the folder to pass to `lm_eval run --include_path`."""
+    from safetyrepro.lm_eval_tasks import include_path
+
+    print(str(include_path()))
+
+
+@lm_eval_app.command("command")
+def lm_eval_command(
+    tasks: Annotated[str, typer.Option(help="Task names or globs, e.g. 'safetyrepro_bbq_*'.")],
+    fewshot: Annotated[int, typer.Option(help="0, 3 or 5.")] = 0,
+    decoding: Annotated[str, typer.Option(help="greedy, t0.3 or t0.7.")] = "greedy",
+    quantization: Annotated[str, typer.Option(help="none or nf4.")] = "none",
+    limit: Annotated[Optional[int], typer.Option(help="Items per task.")] = None,
+) -> None:
+    """Print the lm_eval command that runs these tasks like `safetyrepro run` would."""
+    import shlex
+
+    from safetyrepro.lm_eval_tasks import include_path
+
+    from .config import build_config
+    from .models.embedded import embedded_model_dir, nf4_checkpoint
+
+    cfg = build_config({"benchmark": "bbq", "fewshot": fewshot, "decoding": decoding,
+                        "model": {"quantization": quantization}})  # validates the values
+    folder = embedded_model_dir() if cfg.model.quantization == "none" else nf4_checkpoint(embedded_model_dir())
+    parts = ["lm_eval", "run", "--model", "hf", "--model_args", f"pretrained={folder},dtype=float32",
+             "--include_path", str(include_path()), "--tasks", tasks, "--num_fewshot", str(cfg.fewshot),
+             "--apply_chat_template", "--log_samples", "--output_path", "lm_eval_out"]
+    if cfg.temperature > 0:
+        parts += ["--gen_kwargs", f"do_sample=True,temperature={cfg.temperature},top_k=0,top_p=1.0"]
+    if limit:
+        parts += ["--limit", str(limit)]
+    print(shlex.join(parts))
 
 
 def main(argv: list[str] | None = None) -> int:

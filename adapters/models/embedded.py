@@ -59,3 +59,36 @@ def embedded_model_dir() -> Path:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def nf4_checkpoint(model_dir: Path) -> Path:
+    """A pre-quantised NF4 copy of ``model_dir`` (a sibling folder, about a third of the size).
+
+    Any harness that loads it with a stock ``from_pretrained`` -- lm-eval's ``hf`` model, HELM's
+    HuggingFaceClient -- gets NF4 with no extra arguments; lm-eval 0.4.13's own ``load_in_4bit``
+    route is rejected by transformers 5. The weights are exactly those that
+    ``quantization: nf4`` in the reference runner quantises on load (same BitsAndBytesConfig),
+    so the two agree. A config.json that merely names a quantization_config does not work:
+    transformers then takes the fp32 weights for already-quantised ones.
+    """
+    target = model_dir.with_name(model_dir.name + "-nf4")
+    if (target / "config.json").is_file():
+        return target
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".nf4-"))
+    try:
+        config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                    bnb_4bit_compute_dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, quantization_config=config)
+        model.save_pretrained(staging)
+        AutoTokenizer.from_pretrained(model_dir).save_pretrained(staging)
+        source = model_dir / "SOURCE_GGUF_SHA256"
+        if source.is_file():
+            shutil.copyfile(source, staging / source.name)
+        staging.rename(target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
