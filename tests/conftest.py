@@ -13,6 +13,8 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("SAFETYREPRO_TEST_DATA") or REPO.parent / "shared" / "data")
+# Module-scoped fixtures and subprocesses (lm_eval) run outside the per-test monkeypatch below.
+os.environ["SAFETYREPRO_DATA_DIR"] = str(DATA)
 
 
 @pytest.fixture(scope="session")
