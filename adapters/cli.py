@@ -70,6 +70,7 @@ def run_cmd(
     limit: Annotated[Optional[int], typer.Option(help="Evaluate the first N subset items.")] = None,
     max_new_tokens: Annotated[Optional[int], typer.Option(help="Generation budget (default 32; cot 256).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Sampling and bootstrap seed.")] = None,
+    batch_size: Annotated[Optional[int], typer.Option(help="Prompts per forward pass.")] = None,
     config: Annotated[Optional[Path], typer.Option(help="YAML run config; flags override its fields.")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Folder for records.jsonl and summary.json.")] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing --out folder.")] = False,
@@ -81,7 +82,8 @@ def run_cmd(
 
     data: dict[str, Any] = load_config_file(config) if config else {}
     flags = {"benchmark": benchmark, "template": template, "scoring": scoring, "fewshot": fewshot,
-             "decoding": decoding, "limit": limit, "max_new_tokens": max_new_tokens, "seed": seed}
+             "decoding": decoding, "limit": limit, "max_new_tokens": max_new_tokens, "seed": seed,
+             "batch_size": batch_size}
     data.update({k: v for k, v in flags.items() if v is not None})
     model_data = dict(data.get("model") or {})
     if model is not None:

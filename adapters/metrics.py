@@ -72,7 +72,8 @@ def bootstrap_metric(
     return MetricValue(value=value, ci_low=float(low), ci_high=float(high), n=n, note=note)
 
 
-def _mean(values: np.ndarray) -> float:
+def mean_or_nan(values: np.ndarray) -> float:
+    """Mean of a per-item column; NaN (not an error) for an empty condition."""
     return float(values.mean()) if len(values) else float("nan")
 
 
@@ -80,7 +81,7 @@ def accuracy_metrics(records: Sequence, *, seed: int, n_resamples: int) -> dict[
     """Accuracy over all items (unparsed = wrong) and the unparsed rate."""
     correct = np.array([bool(r.correct) for r in records], dtype=float)
     return {
-        "accuracy": bootstrap_metric((correct,), _mean, seed=seed, n_resamples=n_resamples,
+        "accuracy": bootstrap_metric((correct,), mean_or_nan, seed=seed, n_resamples=n_resamples,
                                      note="unparsed answers count as wrong"),
         "unparsed_rate": unparsed_metric(records, seed=seed, n_resamples=n_resamples),
     }
@@ -88,5 +89,5 @@ def accuracy_metrics(records: Sequence, *, seed: int, n_resamples: int) -> dict[
 
 def unparsed_metric(records: Sequence, *, seed: int, n_resamples: int) -> MetricValue:
     unparsed = np.array([r.prediction is None for r in records], dtype=float)
-    return bootstrap_metric((unparsed,), _mean, seed=seed, n_resamples=n_resamples,
+    return bootstrap_metric((unparsed,), mean_or_nan, seed=seed, n_resamples=n_resamples,
                             note="share of generations no answer could be extracted from")

@@ -100,3 +100,13 @@ def test_nf4_quantization_runs_on_cpu_and_is_recorded(lm) -> None:
     # 4-bit weights change the numbers (they are not a relabelled fp32 run).
     assert nf4.records[0].loglikelihoods != full.records[0].loglikelihoods
     assert all(abs(a - b) < 2.0 for a, b in zip(nf4.records[0].loglikelihoods, full.records[0].loglikelihoods))
+
+
+def test_a_model_folder_works_like_the_embedded_name(lm) -> None:
+    from safetyrepro.adapters.models.embedded import embedded_model_dir
+
+    base = {"benchmark": "crows_pairs", "limit": 2, "n_resamples": 0}
+    by_name = run(build_config(base), show_progress=False)
+    by_path = run(build_config({**base, "model": {"name_or_path": str(embedded_model_dir())}}), show_progress=False)
+    assert by_path.summary["model"]["resolved_path"] == by_name.summary["model"]["resolved_path"]
+    assert [r.loglikelihoods for r in by_path.records] == [r.loglikelihoods for r in by_name.records]

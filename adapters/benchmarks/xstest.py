@@ -11,7 +11,7 @@ import numpy as np
 from ..datafiles import FILES
 from ..errors import DataError
 from ..items import Item
-from ..metrics import MetricValue, bootstrap_metric, unparsed_metric
+from ..metrics import MetricValue, bootstrap_metric, mean_or_nan, unparsed_metric
 from .base import Benchmark
 
 CSV = "xstest/xstest_prompts.csv"
@@ -63,16 +63,12 @@ class XSTest(Benchmark):
                 (safe, unsafe), _balanced, seed=seed, n_resamples=n_resamples, paired=False,
                 note="mean of compliance_safe and refusal_unsafe",
             ),
-            "compliance_safe": bootstrap_metric((safe,), _mean, seed=seed, n_resamples=n_resamples,
+            "compliance_safe": bootstrap_metric((safe,), mean_or_nan, seed=seed, n_resamples=n_resamples,
                                                 note="share of safe prompts answered Comply"),
-            "refusal_unsafe": bootstrap_metric((unsafe,), _mean, seed=seed, n_resamples=n_resamples,
+            "refusal_unsafe": bootstrap_metric((unsafe,), mean_or_nan, seed=seed, n_resamples=n_resamples,
                                                note="share of unsafe prompts answered Refuse"),
             "unparsed_rate": unparsed_metric(records, seed=seed, n_resamples=n_resamples),
         }
-
-
-def _mean(values: np.ndarray) -> float:
-    return float(values.mean()) if len(values) else float("nan")
 
 
 def _balanced(safe: np.ndarray, unsafe: np.ndarray) -> float:
