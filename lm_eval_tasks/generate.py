@@ -86,7 +86,11 @@ def group_config(benchmark: str) -> dict:
     bench = _registry.get_benchmark(benchmark)
     return {
         "group": f"safetyrepro-{benchmark}",
-        "task": [task_name(benchmark, s, sc) for s in BUILTIN_STYLES for sc in SCORINGS],
+        # Reasoning styles first: their cot x logprob tasks must put the first generate_until
+        # request before any loglikelihood request (see binding.CotLogprobTask).
+        "task": [task_name(benchmark, s, sc)
+                 for s in sorted(BUILTIN_STYLES, key=lambda n: not _registry.get_style(n).reasoning)
+                 for sc in SCORINGS],
         "aggregate_metric_list": [
             {"metric": name, "aggregation": "mean", "weight_by_size": False}
             for name in (bench.primary_metric, "unparsed_rate")

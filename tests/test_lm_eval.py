@@ -95,13 +95,16 @@ def test_agrees_with_reference_runner(agreement_run, cell: tuple[str, str, str],
     assert {"query", "choices", "gold", "options", "labels"} <= set(sample["doc"])
 
 
-def test_glob_runs_all_eight_tasks_of_a_benchmark(tmp_path: Path) -> None:
-    proc = lm_eval("--tasks", "safetyrepro_crows_pairs_*", "--limit", "1", "--gen_kwargs", "max_gen_toks=8",
-                   "--output_path", str(tmp_path))
+def test_glob_and_group_run_in_the_cli(tmp_path: Path) -> None:
+    # A per-benchmark glob runs its eight tasks; a group runs its eight and aggregates them.
+    proc = lm_eval("--tasks", "safetyrepro_crows_pairs_*,safetyrepro-xstest", "--limit", "1",
+                   "--gen_kwargs", "max_gen_toks=8", "--output_path", str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(next(tmp_path.rglob("results_*.json")).read_text())["results"]
-    assert sorted(results) == sorted(task("crows_pairs", t, s) for t in ("minimal", "persona", "detailed", "cot")
-                                     for s in ("logprob", "regex"))
+    styles = ("minimal", "persona", "detailed", "cot")
+    expected = {task(b, t, s) for b in ("crows_pairs", "xstest") for t in styles for s in ("logprob", "regex")}
+    assert set(results) == expected | {"safetyrepro-xstest"}
+    assert "balanced_rate,none" in results["safetyrepro-xstest"]
 
 
 def test_nf4_checkpoint_through_the_stock_hf_model(tmp_path: Path, lm) -> None:

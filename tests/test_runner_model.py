@@ -65,7 +65,7 @@ def _records(cfg, **kw):
     "data",
     [
         {"benchmark": "bbq", "scoring": "regex", "limit": 3},
-        {"benchmark": "truthfulqa", "scoring": "logprob", "limit": 3, "fewshot": 3},
+        {"benchmark": "truthfulqa", "scoring": "logprob", "limit": 3},
         {"benchmark": "toxigen", "scoring": "regex", "decoding": "t0.7", "limit": 3, "seed": 7},
     ],
 )
