@@ -110,3 +110,16 @@ def test_a_model_folder_works_like_the_embedded_name(lm) -> None:
     by_path = run(build_config({**base, "model": {"name_or_path": str(embedded_model_dir())}}), show_progress=False)
     assert by_path.summary["model"]["resolved_path"] == by_name.summary["model"]["resolved_path"]
     assert [r.loglikelihoods for r in by_path.records] == [r.loglikelihoods for r in by_name.records]
+
+
+def test_plain_text_mode_conditions_on_the_flattened_turns(lm) -> None:
+    cfg = build_config({"benchmark": "bbq", "template": "persona", "fewshot": 3, "limit": 1, "n_resamples": 0,
+                        "model": {"chat": False}})
+    result = run(cfg, show_progress=False)
+    record = result.records[0]
+    assert result.summary["model"]["chat"] is False and result.summary["model"]["chat_template_sha256"] is None
+    assert "<|im_start|>" not in record.prompt
+    assert record.prompt.startswith("You are a helpful, honest and careful assistant.")
+    exemplar_answers = [line for line in record.prompt.splitlines() if line in ("Answer: A", "Answer: B", "Answer: C")]
+    assert len(exemplar_answers) == 3
+    assert record.logprob_context == record.prompt + "Answer:"
