@@ -93,10 +93,10 @@ def _payload(doc: dict[str, Any], prediction: int | None, **extra: Any) -> dict[
     }
 
 
-def _per_metric(doc: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+def _per_metric(doc: dict[str, Any], payload: dict[str, Any], *, generated: bool = False) -> dict[str, Any]:
     # lm-eval gives every metric its own per-document value; each carries the whole payload so
     # the core can compute ratio metrics (bias scores) over all documents at aggregation time.
-    return {name: payload for name in metric_names(doc["benchmark"])}
+    return {name: payload for name in metric_names(doc["benchmark"], generated=generated)}
 
 
 def process_logprob(doc: dict[str, Any], results: list[tuple[float, bool]]) -> dict[str, Any]:
@@ -110,7 +110,7 @@ def process_regex(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
     bench = _registry.get_benchmark(doc["benchmark"])
     output = results[0]
     found = extract(output, _item(doc), refusal_label=bench.refusal_means, verdict_patterns=bench.verdict_patterns)
-    return _per_metric(doc, _payload(doc, found.index, rule=found.rule, raw_output=output))
+    return _per_metric(doc, _payload(doc, found.index, rule=found.rule, raw_output=output), generated=True)
 
 
 def process_cot_logprob(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
@@ -123,9 +123,16 @@ def process_cot_logprob(doc: dict[str, Any], results: list[Any]) -> dict[str, An
 
 # ---- metrics ----------------------------------------------------------------------------------
 
-def metric_names(benchmark: str) -> list[str]:
-    """The core's metric names for a benchmark (computed on an empty record list)."""
-    return list(_registry.get_benchmark(benchmark).metrics([], seed=0, n_resamples=0))
+def metric_names(benchmark: str, *, generated: bool = False) -> list[str]:
+    """The core's metric names for a benchmark (computed on an empty record list), plus the raw
+    ``unparsed`` count where answers are extracted from generations."""
+    names = list(_registry.get_benchmark(benchmark).metrics([], seed=0, n_resamples=0))
+    return names + ["unparsed"] if generated else names
+
+
+def agg_unparsed(payloads: list[dict[str, Any]]) -> int:
+    """How many generations no answer could be extracted from."""
+    return sum(p["prediction"] is None for p in payloads)
 
 
 def _aggregate(name: str, payloads: list[dict[str, Any]]) -> float:

@@ -76,6 +76,10 @@ def test_results_table_shows_benchmark_metrics(agreement_run) -> None:
         assert f"|{metric}" in proc.stdout.replace(" ", "")
     results = json.loads(next(out.rglob("results_*.json")).read_text())["results"]
     assert results[task("crows_pairs", "minimal", "logprob")]["pct_stereotype,none"] in (0.0, 50.0, 100.0)
+    # Regex tasks also report the raw unparsed count, consistent with the rate.
+    regex = results[task("xstest", "minimal", "regex")]
+    assert regex["unparsed,none"] == round(regex["unparsed_rate,none"] * LIMIT)
+    assert "unparsed,none" not in results[task("xstest", "cot", "logprob")]
 
 
 @pytest.mark.parametrize("cell", AGREEMENT_TASKS, ids=lambda c: task(*c))
