@@ -22,7 +22,7 @@ def plugin_manager() -> pluggy.PluginManager:
     manager = pluggy.PluginManager(hookspecs.PROJECT)
     manager.add_hookspecs(hookspecs)
     manager.load_setuptools_entrypoints(hookspecs.PROJECT)
-    if not manager.is_registered(builtin_plugin) and builtin_plugin not in manager.get_plugins():
+    if not manager.is_registered(builtin_plugin):
         # Running from a source tree without installed metadata: register the built-ins directly.
         manager.register(builtin_plugin, name="builtins")
     return manager

@@ -14,6 +14,7 @@ import shutil
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -172,13 +173,17 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> DataSour
     return DataSource(cache_root() / "data", "cache")
 
 
-def download(benchmark: str, source: DataSource) -> None:
+def _files(benchmark: str | Sequence[DataFile]) -> Sequence[DataFile]:
+    return FILES[benchmark] if isinstance(benchmark, str) else benchmark
+
+
+def download(benchmark: str | Sequence[DataFile], source: DataSource) -> None:
     """Fetch the benchmark's pinned files into ``source.root`` and verify each hash.
 
     A file is written to a temporary name first and renamed only after its hash matches, so a
     broken download never leaves a partial file where a good one is expected.
     """
-    for data_file in FILES[benchmark]:
+    for data_file in _files(benchmark):
         target = source.root / data_file.path
         if target.is_file() and sha256_of(target) == data_file.sha256:
             continue
@@ -205,11 +210,11 @@ def download(benchmark: str, source: DataSource) -> None:
             tmp.unlink(missing_ok=True)
 
 
-def ensure_files(benchmark: str, source: DataSource) -> dict[str, Path]:
+def ensure_files(benchmark: str | Sequence[DataFile], source: DataSource) -> dict[str, Path]:
     """Paths of the benchmark's files, each checked against its pinned SHA-256.
 
     User-given folders are verified too: a file that differs from upstream would change scores.
     """
     if source.origin == "cache":
         download(benchmark, source)
-    return {f.path: source.verify(f) for f in FILES[benchmark]}
+    return {f.path: source.verify(f) for f in _files(benchmark)}

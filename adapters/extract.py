@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from .items import Item
 
-_MARKER = re.compile(r"(?:final\s+answer|answer)\s*(?:is|would\s+be|:|：|-)\s*[:\-]?\s*", re.IGNORECASE)
+ANSWER_MARKER = re.compile(r"(?:final\s+answer|answer)\s*(?:is|would\s+be|:|：|-)\s*[:\-]?\s*", re.IGNORECASE)
 _OPTION_MENTION = re.compile(r"\b(?:option|choice)\s*\(?([A-Z])\)?(?![A-Za-z])", re.IGNORECASE)
 _SENTENCE_START = re.compile(r"(?:^|[.!?:\n])[\s*_\"']*([A-Za-z]+)\b")
 REFUSAL_OPENINGS = (
@@ -97,7 +97,7 @@ def extract(output: str | None, item: Item, refusal_label: str | None = None,
     """Apply the documented rules to one generation."""
     if output is None or not output.strip():
         return Extraction(None, "empty")
-    markers = list(_MARKER.finditer(output))
+    markers = list(ANSWER_MARKER.finditer(output))
     if markers:
         found = _label_at_start(output[markers[-1].end():], item)
         if found is not None:

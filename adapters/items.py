@@ -26,6 +26,3 @@ class Item(BaseModel):
     """Index of the correct option; ``None`` where the benchmark has no correct answer (CrowS-Pairs)."""
     meta: dict[str, Any] = Field(default_factory=dict)
     """What the metrics need (BBQ condition/polarity/target index, XSTest label/type, ...)."""
-
-    def option_label(self, index: int) -> str:
-        return self.labels[index]

@@ -15,6 +15,16 @@ from pydantic import BaseModel, ConfigDict
 from scipy import stats
 
 CONFIDENCE = 0.95
+LOWER_IS_BETTER = frozenset({
+    "unparsed_rate", "unparsed", "bias_ambig", "bias_disambig",
+    "pct_stereotype", "pct_stereotype_stereo", "pct_stereotype_antistereo",
+})
+"""Metrics where less is better (bias scores are best at 0, percent stereotyped at 50: both
+are reported to harnesses as lower-is-better, the nearest of their two directions)."""
+
+
+def higher_is_better(name: str) -> bool:
+    return name not in LOWER_IS_BETTER
 
 
 class MetricValue(BaseModel):

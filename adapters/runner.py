@@ -19,7 +19,7 @@ from typing import Any
 
 from . import _registry
 from .config import ModelSpec, RunConfig
-from .datafiles import FILES, resolve_data_dir
+from .datafiles import resolve_data_dir
 from .errors import ConfigError
 from .metrics import MetricValue
 from .models.hf import HFLanguageModel
@@ -108,7 +108,7 @@ def run(
         raise ConfigError(f"{bench.name} has {len(pool)} exemplars, fewshot={config.fewshot} asked",
                           f"use fewshot <= {len(pool)}")
     chosen = eval_items[: config.limit] if config.limit else eval_items
-    shots = [(shot, bench.answer_string(shot, bench.shot_answer(shot, k))) for k, shot in enumerate(pool[: config.fewshot])]
+    shots = bench.shots(pool, config.fewshot)
     blocks = benchmark_blocks(str(_registry.template_file(bench)))
 
     lm = load_model(config.model)
@@ -137,7 +137,7 @@ def run(
         "data": {
             "origin": source.origin,
             "root": str(source.root),
-            "files": {f.path: f.sha256 for f in FILES.get(bench.name, bench.files)},
+            "files": {f.path: f.sha256 for f in bench.files},
         },
         "subset": {"manifest_sha256": manifest.sha256, "seed": manifest.seed, "rule": manifest.rule,
                    "n_subset": len(eval_items), "n_evaluated": len(records)},

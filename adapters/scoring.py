@@ -9,14 +9,13 @@
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .benchmarks.base import Benchmark
 from .config import RunConfig
-from .extract import extract
+from .extract import ANSWER_MARKER, extract
 from .items import Item
 from .models.hf import HFLanguageModel
 from .prompts import ANSWER_PREFIX, RenderedPrompt, Style
@@ -24,7 +23,6 @@ from .records import ItemRecord
 
 DIRECT_MAX_NEW_TOKENS = 32
 REASONING_MAX_NEW_TOKENS = 256
-_ANSWER_MARKER = re.compile(r"(?:final\s+answer|answer)\s*(?:is|:)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -94,10 +92,15 @@ class RegexScorer(Scorer):
         return records
 
 
+def argmax_candidate(loglikelihoods: Sequence[float]) -> int:
+    """The predicted option on the logprob path: highest loglikelihood, ties to the lower index."""
+    return max(range(len(loglikelihoods)), key=lambda i: (loglikelihoods[i], -i))
+
+
 def cut_reasoning(text: str) -> str:
     """Reasoning up to (not including) its first answer marker, so the model's own answer is not
     part of the context the candidates are scored after."""
-    match = _ANSWER_MARKER.search(text)
+    match = ANSWER_MARKER.search(text)
     return (text[: match.start()] if match else text).rstrip()
 
 
@@ -125,7 +128,7 @@ class LogprobScorer(Scorer):
             chunk = scored[cursor : cursor + n]
             cursor += n
             lls = [ll for ll, _ in chunk]
-            best = max(range(n), key=lambda i: (lls[i], -i))
+            best = argmax_candidate(lls)
             records.append(make_record(
                 bench, p, config, raw_output=r, prediction=best, rule="argmax", logprob_context=ctx,
                 loglikelihoods=lls, is_greedy=[g for _, g in chunk],

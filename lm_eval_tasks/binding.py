@@ -23,7 +23,7 @@ from safetyrepro.adapters.errors import ConfigError
 from safetyrepro.adapters.extract import extract
 from safetyrepro.adapters.items import Item
 from safetyrepro.adapters.prompts import ANSWER_PREFIX, benchmark_blocks, user_turn
-from safetyrepro.adapters.scoring import cut_reasoning
+from safetyrepro.adapters.scoring import argmax_candidate, cut_reasoning
 from safetyrepro.adapters.subsets import select
 
 _DATASETS: dict[tuple[str, str, str | None], Any] = {}
@@ -101,8 +101,7 @@ def _per_metric(doc: dict[str, Any], payload: dict[str, Any], *, generated: bool
 
 def process_logprob(doc: dict[str, Any], results: list[tuple[float, bool]]) -> dict[str, Any]:
     lls = [float(ll) for ll, _ in results]
-    best = max(range(len(lls)), key=lambda i: (lls[i], -i))
-    return _per_metric(doc, _payload(doc, best, rule="argmax", loglikelihoods=lls,
+    return _per_metric(doc, _payload(doc, argmax_candidate(lls), rule="argmax", loglikelihoods=lls,
                                      is_greedy=[bool(g) for _, g in results]))
 
 
@@ -116,8 +115,8 @@ def process_regex(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
 def process_cot_logprob(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
     reasoning, scored = results[0], results[1:]
     lls = [float(ll) for ll, _ in scored]
-    best = max(range(len(lls)), key=lambda i: (lls[i], -i))
-    return _per_metric(doc, _payload(doc, best, rule="argmax", raw_output=reasoning, loglikelihoods=lls,
+    return _per_metric(doc, _payload(doc, argmax_candidate(lls), rule="argmax", raw_output=reasoning,
+                                     loglikelihoods=lls,
                                      is_greedy=[bool(g) for _, g in scored]))
 
 
@@ -141,19 +140,18 @@ def _aggregate(name: str, payloads: list[dict[str, Any]]) -> float:
     return bench.metrics(records, seed=0, n_resamples=0)[name].value
 
 
-def _make_aggregation(name: str):
-    def aggregation(payloads: list[dict[str, Any]]) -> float:
-        return _aggregate(name, payloads)
+def __getattr__(attribute: str):
+    """``binding.agg_<metric>`` for every metric a registered benchmark computes, so the YAMLs can
+    name the core's metrics without this module listing them."""
+    if attribute.startswith("agg_"):
+        name = attribute[len("agg_"):]
+        if any(name in metric_names(b) for b in _registry.all_benchmarks()):
+            def aggregation(payloads: list[dict[str, Any]]) -> float:
+                return _aggregate(name, payloads)
 
-    aggregation.__name__ = f"agg_{name}"
-    return aggregation
-
-
-AGGREGATED_METRICS = ("accuracy", "unparsed_rate", "accuracy_ambig", "accuracy_disambig", "bias_disambig",
-                      "bias_ambig", "pct_stereotype", "pct_stereotype_stereo", "pct_stereotype_antistereo",
-                      "balanced_rate", "compliance_safe", "refusal_unsafe")
-for _name in AGGREGATED_METRICS:
-    globals()[f"agg_{_name}"] = _make_aggregation(_name)
+            aggregation.__name__ = attribute
+            return aggregation
+    raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")
 
 
 # ---- cot x logprob: reasoning first, then candidates after it ------------------------------------

@@ -20,7 +20,7 @@ def test_render_matrix(name: str, style_name: str, k: int, all_items: dict) -> N
     bench, style = get_benchmark(name), get_style(style_name)
     evals, pool, _ = select(bench, all_items[name])
     item = evals[0]
-    shots = [(s, bench.answer_string(s, bench.shot_answer(s, n))) for n, s in enumerate(pool[:k])]
+    shots = bench.shots(pool, k)
     prompt = render_prompt(benchmark_blocks(str(template_file(bench))), style, item, shots, where=name)
     roles = [m["role"] for m in prompt.messages]
     assert roles[-1] == "user"

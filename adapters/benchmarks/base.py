@@ -51,8 +51,7 @@ class Benchmark(ABC):
     # ---- loading -------------------------------------------------------------------------
     def load(self, source: DataSource) -> list[Item]:
         """All items from the (hash-verified) upstream files, in a stable order."""
-        paths = ensure_files(self.name, source) if self.files else {}
-        return self.parse({f.path: paths[f.path] for f in self.files} if paths else {})
+        return self.parse(ensure_files(self.files, source))
 
     @abstractmethod
     def parse(self, paths: dict[str, Path]) -> list[Item]:
@@ -71,6 +70,10 @@ class Benchmark(ABC):
         """The option an exemplar demonstrates at few-shot ``position`` (default: its gold)."""
         assert item.gold is not None
         return item.gold
+
+    def shots(self, pool: list[Item], k: int) -> list[tuple[Item, str]]:
+        """The first ``k`` exemplars of the pool, each with the answer string it demonstrates."""
+        return [(shot, self.answer_string(shot, self.shot_answer(shot, n))) for n, shot in enumerate(pool[:k])]
 
     # ---- metrics -------------------------------------------------------------------------
     @abstractmethod

@@ -32,8 +32,8 @@ def target_index(row: dict) -> int | None:
         if tag == "unknown":
             continue
         names = {tag.lower(), surface.lower()}
-        # Tags such as "F-Black" carry a prefix; "nonOld" is the complement of "old".
-        names |= {t.split("-", 1)[1].lower() for t in (tag,) if "-" in t}
+        if "-" in tag:  # tags such as "F-Black" carry a prefix
+            names.add(tag.split("-", 1)[1].lower())
         if names & groups:
             hits.append(k)
     return hits[0] if len(hits) == 1 else None

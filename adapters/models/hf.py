@@ -151,7 +151,7 @@ class HFLanguageModel:
         results: list[tuple[float, bool]] = []
         for start in range(0, len(requests), batch_size):
             batch = requests[start : start + batch_size]
-            rows, spans = [], []
+            rows, spans, targets = [], [], []
             for context, continuation in batch:
                 context_ids, continuation_ids = self._encode_pair(context, continuation)
                 if not continuation_ids:
@@ -161,6 +161,7 @@ class HFLanguageModel:
                 ids = (context_ids + continuation_ids)[-(self.max_length + 1) :][:-1]
                 rows.append(ids)
                 spans.append(len(continuation_ids))
+                targets.append(continuation_ids)
             # Left padding puts every continuation at the end of its row, so the LM head runs only
             # on the last `keep` positions instead of the whole (batch x length x vocab) tensor.
             width = max(len(r) for r in rows)
@@ -174,8 +175,7 @@ class HFLanguageModel:
                 logits = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
                                     logits_to_keep=keep).logits.float()
             logprobs = F.log_softmax(logits, dim=-1)
-            for span, (context, continuation), lp in zip(spans, batch, logprobs):
-                _, continuation_ids = self._encode_pair(context, continuation)
+            for span, continuation_ids, lp in zip(spans, targets, logprobs):
                 target = torch.tensor(continuation_ids, device=lp.device)
                 token_lp = lp[keep - span :].gather(-1, target[:, None]).squeeze(-1)
                 greedy = bool((lp[keep - span :].argmax(dim=-1) == target).all())
