@@ -1,10 +1,27 @@
 """SafetyRepro's harness-neutral core.
 
-The public surface is small on purpose: look benchmarks, styles and scorers up by name, register a
-plugin, build a configuration and run it. Everything else is an implementation module.
+The public surface, the one every harness binding and ``crosspkg`` uses (nothing else is public):
+
+* look-ups and plugins: :func:`get_benchmark`, :func:`get_style`, :func:`get_scorer`, the
+  ``all_*`` tables, :func:`register_plugin` / :func:`unregister_plugin`, :data:`hookimpl`;
+* configuration: :class:`RunConfig`, :class:`ModelSpec`, :func:`build_config`;
+* preparing a cell: :func:`prepare_cell` -> :class:`Cell` (items, rendered messages and prompt
+  strings, candidates, gold, exemplars);
+* scoring, model-free: :func:`score_generation`, :func:`score_loglikelihoods` -> :class:`Outcome`;
+  request shaping: :func:`generation_budget`, :func:`logprob_context`;
+* metrics: ``Benchmark.measure(outcomes)`` and ``Benchmark.all_metric_specs()``
+  (:class:`MetricSpec`: name, direction, primary);
+* models: the :class:`LanguageModel` protocol, :class:`ChatFormatter` (tokenizer + chat template,
+  no weights), :func:`load_model`;
+* the reference runner: :func:`run`.
+
+Heavy modules (torch, transformers, scipy) load on first use of a name that needs them.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from ._registry import (
     all_benchmarks,
@@ -20,15 +37,40 @@ from .config import ModelSpec, RunConfig, build_config
 from .errors import ConfigError, DataError, SafetyReproError
 from .hookspecs import hookimpl
 
+_LAZY = {
+    "Benchmark": ".benchmarks.base",
+    "Cell": ".cell",
+    "CellItem": ".cell",
+    "Exemplar": ".cell",
+    "prepare_cell": ".cell",
+    "Item": ".items",
+    "DataFile": ".datafiles",
+    "MetricSpec": ".metrics",
+    "MetricValue": ".metrics",
+    "Outcome": ".records",
+    "ItemRecord": ".records",
+    "score_generation": ".scoring",
+    "score_loglikelihoods": ".scoring",
+    "extraction_report": ".scoring",
+    "generation_budget": ".scoring",
+    "default_budget": ".scoring",
+    "ANSWER_PREFIX": ".prompts",
+    "logprob_context": ".scoring",
+    "LanguageModel": ".models.base",
+    "ModelInfo": ".models.base",
+    "ChatFormatter": ".models.hf",
+    "load_model": ".runner",
+    "run": ".runner",
+}
+
 __all__ = [
     "ConfigError", "DataError", "ModelSpec", "RunConfig", "SafetyReproError", "all_benchmarks", "all_scorers",
-    "all_styles", "build_config", "get_benchmark", "get_scorer", "get_style", "hookimpl", "register_plugin", "run",
-    "unregister_plugin",
+    "all_styles", "build_config", "get_benchmark", "get_scorer", "get_style", "hookimpl", "register_plugin",
+    "unregister_plugin", *_LAZY,
 ]
 
 
-def run(config: RunConfig, **kwargs):  # noqa: ANN201 - lazy import keeps torch out of `import`
-    """Run one configuration through the reference runner (see :mod:`.runner`)."""
-    from .runner import run as _run
-
-    return _run(config, **kwargs)
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,10 +21,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="SafetyRepro: alignment benchmarks under explicit, hash-anchored configurations.")
 data_app = typer.Typer(no_args_is_help=True, help="Find, download and verify the upstream data files.")
 model_app = typer.Typer(no_args_is_help=True, help="Prepare the embedded default model.")
-lm_eval_app = typer.Typer(no_args_is_help=True, help="The lm-evaluation-harness binding.")
 app.add_typer(data_app, name="data")
 app.add_typer(model_app, name="model")
-app.add_typer(lm_eval_app, name="lm-eval")
 # Wide enough for the metrics table when output is piped (CI logs, files).
 console = Console(width=None if sys.stdout.isatty() else 140)
 
@@ -60,8 +58,8 @@ def metrics_table(summaries: list[dict[str, Any]], title: str) -> Table:
 
 @app.command("run")
 def run_cmd(
-    benchmark: Annotated[Optional[str], typer.Option(help="truthfulqa, bbq, toxigen, crows_pairs, xstest.")] = None,
-    template: Annotated[Optional[str], typer.Option(help="minimal, persona, detailed, cot.")] = None,
+    benchmark: Annotated[Optional[str], typer.Option(help="A registered benchmark (`safetyrepro list`).")] = None,
+    template: Annotated[Optional[str], typer.Option(help="A registered template style (`safetyrepro list`).")] = None,
     scoring: Annotated[Optional[str], typer.Option(help="regex or logprob.")] = None,
     fewshot: Annotated[Optional[int], typer.Option(help="0, 3 or 5 exemplars.")] = None,
     decoding: Annotated[Optional[str], typer.Option(help="greedy, t0.3 or t0.7.")] = None,
@@ -70,7 +68,8 @@ def run_cmd(
     limit: Annotated[Optional[int], typer.Option(help="Evaluate the first N subset items.")] = None,
     max_new_tokens: Annotated[Optional[int], typer.Option(help="Generation budget (default 32; cot 256).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Sampling and bootstrap seed.")] = None,
-    batch_size: Annotated[Optional[int], typer.Option(help="Prompts per forward pass.")] = None,
+    batch_size: Annotated[Optional[int], typer.Option(help="Sequences per forward pass.")] = None,
+    extraction: Annotated[Optional[str], typer.Option(help="Regex readout: standard, or xstest-strmatch (XSTest's own).")] = None,
     config: Annotated[Optional[Path], typer.Option(help="YAML run config; flags override its fields.")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Folder for records.jsonl and summary.json.")] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing --out folder.")] = False,
@@ -83,9 +82,15 @@ def run_cmd(
     data: dict[str, Any] = load_config_file(config) if config else {}
     flags = {"benchmark": benchmark, "template": template, "scoring": scoring, "fewshot": fewshot,
              "decoding": decoding, "limit": limit, "max_new_tokens": max_new_tokens, "seed": seed,
-             "batch_size": batch_size}
+             "batch_size": batch_size, "extraction": extraction}
     data.update({k: v for k, v in flags.items() if v is not None})
-    model_data = dict(data.get("model") or {})
+    model_data = data.get("model") or {}
+    if isinstance(model_data, str):
+        model_data = {"name_or_path": model_data}
+    if not isinstance(model_data, dict):
+        raise SafetyReproError(f"`model` in {config} must be a name/path or a mapping",
+                               "write `model: embedded` or `model: {name_or_path: PATH, quantization: nf4}`")
+    model_data = dict(model_data)
     if model is not None:
         model_data["name_or_path"] = model
     if quantization is not None:
@@ -95,7 +100,7 @@ def run_cmd(
     if "benchmark" not in data:
         raise SafetyReproError("no benchmark given", "pass --benchmark NAME or a --config file with `benchmark:`")
     cfg = build_config(data, source=str(config) if config else "command-line flags")
-    result = run(cfg, data_dir=data_dir, out_dir=out, overwrite=overwrite)
+    result = run(cfg, data_dir=data_dir, out_dir=out, overwrite=overwrite, notify=_note)
     console.print(metrics_table([result.summary], f"config {cfg.config_hash()[:12]}"))
     if out:
         console.print(f"records: {out / 'records.jsonl'}\nsummary: {out / 'summary.json'}")
@@ -169,29 +174,31 @@ def subsets_cmd(
 
 
 @data_app.command("fetch")
-def data_fetch(benchmark: Annotated[Optional[list[str]], typer.Argument()] = None) -> None:
-    """Download the pinned upstream files into the cache and verify their SHA-256."""
-    from .datafiles import FILES, download, resolve_data_dir
+def data_fetch(benchmark: Annotated[Optional[list[str]], typer.Argument(help="Benchmarks (default: all).")] = None) -> None:
+    """Download the pinned upstream files of every registered benchmark into the cache and verify their SHA-256."""
+    from . import _registry
+    from .datafiles import download, resolve_data_dir
 
     source = resolve_data_dir(None) if not os.environ.get("SAFETYREPRO_DATA_DIR") else None
     if source is None:
         raise SafetyReproError("SAFETYREPRO_DATA_DIR is set, so nothing is downloaded",
                                "unset it to fetch into the cache")
-    for name in benchmark or list(FILES):
-        download(name, source)
-        console.print(f"{name}: verified in {source.root}")
+    for bench in [_registry.get_benchmark(n) for n in benchmark] if benchmark else _registry.all_benchmarks().values():
+        download(bench.files, source)
+        console.print(f"{bench.name}: verified in {source.root}")
 
 
 @data_app.command("verify")
 def data_verify(data_dir: DataDir = None) -> None:
-    """Check every pinned file in the data folder against its SHA-256."""
-    from .datafiles import FILES, resolve_data_dir
+    """Check every registered benchmark's pinned files in the data folder against their SHA-256."""
+    from . import _registry
+    from .datafiles import resolve_data_dir
 
     source = resolve_data_dir(data_dir)
-    for name, files in FILES.items():
-        for f in files:
+    for bench in _registry.all_benchmarks().values():
+        for f in bench.files:
             source.verify(f)
-        console.print(f"{name}: {len(files)} file(s) ok")
+        console.print(f"{bench.name}: {len(bench.files)} file(s) ok")
 
 
 @model_app.command("prepare")
@@ -204,61 +211,67 @@ def model_prepare(
     print(str(nf4_checkpoint(embedded_model_dir()) if nf4 else embedded_model_dir()))
 
 
-@lm_eval_app.command("path")
-def lm_eval_path() -> None:
-    """Print the folder to pass to `lm_eval run --include_path`."""
-    from safetyrepro.lm_eval_tasks import include_path
+def _add_binding_commands() -> None:
+    """Harness bindings add their command groups through the ``safetyrepro.cli`` entry points."""
+    from importlib.metadata import entry_points
 
-    print(str(include_path()))
+    present = {group.name for group in app.registered_groups}
+    for ep in entry_points(group="safetyrepro.cli"):
+        if ep.name not in present:
+            app.add_typer(ep.load(), name=ep.name)
 
 
-@lm_eval_app.command("command")
-def lm_eval_command(
-    tasks: Annotated[str, typer.Option(help="Task names or globs, e.g. 'safetyrepro_bbq_*'.")],
-    fewshot: Annotated[int, typer.Option(help="0, 3 or 5.")] = 0,
-    decoding: Annotated[str, typer.Option(help="greedy, t0.3 or t0.7.")] = "greedy",
-    quantization: Annotated[str, typer.Option(help="none or nf4.")] = "none",
-    limit: Annotated[Optional[int], typer.Option(help="Items per task.")] = None,
-) -> None:
-    """Print the lm_eval command that runs these tasks like `safetyrepro run` would."""
-    import shlex
+def _note(message: str) -> None:
+    print(f"note: {message}", file=sys.stderr)
 
-    from safetyrepro.lm_eval_tasks import include_path
 
-    from .config import build_config
-    from .models.embedded import embedded_model_dir, nf4_checkpoint
+def _usage_error(exc: BaseException) -> str | None:
+    """The one-line message of a command-line usage error, from typer's bundled click or click."""
+    from typer._click import exceptions as typer_click
 
-    cfg = build_config({"benchmark": "bbq", "fewshot": fewshot, "decoding": decoding,
-                        "model": {"quantization": quantization}})  # validates the values
-    folder = embedded_model_dir() if cfg.model.quantization == "none" else nf4_checkpoint(embedded_model_dir())
-    parts = ["lm_eval", "run", "--model", "hf", "--model_args", f"pretrained={folder},dtype=float32",
-             "--include_path", str(include_path()), "--tasks", tasks, "--num_fewshot", str(cfg.fewshot),
-             "--apply_chat_template", "--log_samples", "--output_path", "lm_eval_out"]
-    if cfg.temperature > 0:
-        parts += ["--gen_kwargs", f"do_sample=True,temperature={cfg.temperature},top_k=0,top_p=1.0"]
-    if limit:
-        parts += ["--limit", str(limit)]
-    print(shlex.join(parts))
+    kinds: tuple[type, ...] = (typer_click.ClickException,)
+    try:
+        import click
+
+        kinds += (click.ClickException,)
+    except ImportError:  # pragma: no cover - click is optional beside typer
+        pass
+    if not isinstance(exc, kinds):
+        return None
+    message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+    context = getattr(exc, "ctx", None)
+    command = context.command_path if context is not None else "safetyrepro"
+    return f"error: {message} -- fix: see `{command} --help`"
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Exit 0 on success, 2 on any bad input (one `error: ... -- fix: ...` line, no traceback)."""
     try:
+        _add_binding_commands()
         app(args=argv, standalone_mode=False)
     except SafetyReproError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     except typer.Exit as exc:
         return exc.exit_code
-    except typer.Abort:
+    except (typer.Abort, KeyboardInterrupt):
         print("aborted", file=sys.stderr)
         return 130
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return 2
-        raise
+    except OSError as exc:
+        # A file the user named that the OS refuses (permissions, disk full, odd paths).
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"error: {exc.strerror or exc}{where} -- fix: check that path, its permissions and free space",
+              file=sys.stderr)
+        return 2
+    except Exception as exc:
+        line = _usage_error(exc)
+        if line is None:
+            raise
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            exc.show()  # type: ignore[attr-defined]
+        else:
+            print(line, file=sys.stderr)
+        return 2
     return 0
 
 

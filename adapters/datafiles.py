@@ -118,16 +118,10 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _mirrored(url: str) -> str:
+def _url(data_file: DataFile) -> str:
+    """The pinned URL, or the same file on the mirror (laid out like the data folder)."""
     mirror = os.environ.get(MIRROR_ENV)
-    if not mirror:
-        return url
-    # The mirror is laid out like the data folder: keep only the in-folder path.
-    for files in FILES.values():
-        for f in files:
-            if f.url == url:
-                return mirror.rstrip("/") + "/" + f.path
-    return url
+    return mirror.rstrip("/") + "/" + data_file.path if mirror else data_file.url
 
 
 @dataclass(frozen=True)
@@ -164,6 +158,11 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> DataSour
     given = data_dir if data_dir is not None else os.environ.get(DATA_DIR_ENV)
     if given:
         root = Path(given).expanduser()
+        if root.exists() and not root.is_dir():
+            raise DataError(
+                f"data folder {root} is a file, not a folder",
+                f"pass a folder laid out like the upstream snapshot to --data-dir / {DATA_DIR_ENV}",
+            )
         if not root.is_dir():
             raise DataError(
                 f"data folder {root} does not exist",
@@ -174,7 +173,12 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> DataSour
 
 
 def _files(benchmark: str | Sequence[DataFile]) -> Sequence[DataFile]:
-    return FILES[benchmark] if isinstance(benchmark, str) else benchmark
+    """A benchmark's declared files (built-in or plugin), by name, or the files themselves."""
+    if isinstance(benchmark, str):
+        from ._registry import get_benchmark
+
+        return get_benchmark(benchmark).files
+    return benchmark
 
 
 def download(benchmark: str | Sequence[DataFile], source: DataSource) -> None:
@@ -188,7 +192,7 @@ def download(benchmark: str | Sequence[DataFile], source: DataSource) -> None:
         if target.is_file() and sha256_of(target) == data_file.sha256:
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        url = _mirrored(data_file.url)
+        url = _url(data_file)
         fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=".download-")
         tmp = Path(tmp_name)
         try:

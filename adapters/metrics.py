@@ -9,22 +9,44 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
+
+from .records import Outcome
 from scipy import stats
 
 CONFIDENCE = 0.95
-LOWER_IS_BETTER = frozenset({
-    "unparsed_rate", "unparsed", "bias_ambig", "bias_disambig",
-    "pct_stereotype", "pct_stereotype_stereo", "pct_stereotype_antistereo",
-})
-"""Metrics where less is better (bias scores are best at 0, percent stereotyped at 50: both
-are reported to harnesses as lower-is-better, the nearest of their two directions)."""
+UNPARSED_RATE = "unparsed_rate"
 
 
-def higher_is_better(name: str) -> bool:
-    return name not in LOWER_IS_BETTER
+class MetricSpec(BaseModel):
+    """What a benchmark declares about one of its metrics; harness bindings read only this."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    """Metric name, the key of the benchmark's ``metrics()`` result."""
+    direction: Literal["higher", "lower", "target"]
+    """Which values are better: ``higher``, ``lower``, or closest to ``target``."""
+    target: float | None = None
+    """The ideal value of a ``target`` metric (0 for a bias score, 50 for percent stereotyped)."""
+    primary: bool = False
+    """The metric shown first in tables and ranked on by the grid statistics (one per benchmark)."""
+    description: str = ""
+    """How the metric is defined, in one sentence."""
+
+    @property
+    def higher_is_better(self) -> bool:
+        """The nearest of a harness's two directions: a target metric is reported as lower-is-better
+        (its distance to the target is what a reader minimises)."""
+        return self.direction == "higher"
+
+
+UNPARSED_SPEC = MetricSpec(name=UNPARSED_RATE, direction="lower",
+                           description="share of items whose answer could not be read; never mapped to a class")
+"""Every benchmark reports it: the base class appends it to the declared specs and computes it."""
 
 
 class MetricValue(BaseModel):
@@ -87,17 +109,16 @@ def mean_or_nan(values: np.ndarray) -> float:
     return float(values.mean()) if len(values) else float("nan")
 
 
-def accuracy_metrics(records: Sequence, *, seed: int, n_resamples: int) -> dict[str, MetricValue]:
-    """Accuracy over all items (unparsed = wrong) and the unparsed rate."""
+def accuracy_metrics(records: Sequence[Outcome], *, seed: int, n_resamples: int) -> dict[str, MetricValue]:
+    """Accuracy over all items (unparsed = wrong)."""
     correct = np.array([bool(r.correct) for r in records], dtype=float)
     return {
         "accuracy": bootstrap_metric((correct,), mean_or_nan, seed=seed, n_resamples=n_resamples,
                                      note="unparsed answers count as wrong"),
-        "unparsed_rate": unparsed_metric(records, seed=seed, n_resamples=n_resamples),
     }
 
 
-def unparsed_metric(records: Sequence, *, seed: int, n_resamples: int) -> MetricValue:
+def unparsed_metric(records: Sequence[Outcome], *, seed: int, n_resamples: int) -> MetricValue:
     unparsed = np.array([r.prediction is None for r in records], dtype=float)
     return bootstrap_metric((unparsed,), mean_or_nan, seed=seed, n_resamples=n_resamples,
                             note="share of generations no answer could be extracted from")

@@ -46,8 +46,6 @@ class RenderedPrompt:
     """The same turns flattened for completion models (ends with a newline)."""
     style: str
     """Style name."""
-    shot_ids: tuple[str, ...]
-    """Ids of the exemplars in order."""
 
 
 def _read_yaml(path: Any) -> dict[str, Any]:
@@ -124,7 +122,6 @@ def render_prompt(
         messages=tuple(messages),
         text=flatten(messages),
         style=style.name,
-        shot_ids=tuple(s.id for s, _ in shots),
     )
 
 

@@ -1,4 +1,12 @@
-"""Per-item records of the reference runner: complete enough to check a harness item by item."""
+"""Per-item results.
+
+* :class:`Outcome` is what any harness binding knows about an item after the model answered:
+  the decision, the rule that made it, and the raw evidence (generation or loglikelihoods).
+  Metrics are computed from outcomes only, so every binding computes them the same way.
+* :class:`ItemRecord` is the reference runner's record: an outcome plus everything the runner
+  controls (messages, the exact prompt string, candidates, gold), complete enough to check a
+  harness item by item. The field set is the ``records.jsonl`` format (docs/scoring.md).
+"""
 
 from __future__ import annotations
 
@@ -7,13 +15,38 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 
-class ItemRecord(BaseModel):
-    """Everything about one item's evaluation in one configuration."""
+class Outcome(BaseModel):
+    """One item's decision and the evidence it rests on, as any binding can report it."""
 
     model_config = ConfigDict(frozen=True)
 
     item_id: str
     """Stable item id from the subset manifest."""
+    raw_output: str | None = None
+    """The generated text (regex path, or the reasoning of cot on the logprob path)."""
+    loglikelihoods: list[float] | None = None
+    """Sum of token logprobs of each candidate (logprob path)."""
+    is_greedy: list[bool] | None = None
+    """Whether each candidate is the greedy continuation token by token (as lm-eval reports)."""
+    prediction: int | None
+    """Predicted option index; ``None`` = unparsed (never mapped to a class)."""
+    prediction_label: str | None
+    """Label of the prediction."""
+    extraction_rule: str
+    """Which documented rule produced the prediction (``argmax`` on the logprob path)."""
+    correct: bool | None
+    """Prediction equals gold; ``None`` where the benchmark has no correct answer."""
+    meta: dict[str, Any]
+    """The item metadata the metrics use."""
+
+    @property
+    def parsed(self) -> bool:
+        return self.prediction is not None
+
+
+class ItemRecord(Outcome):
+    """Everything about one item's evaluation in one configuration (a line of ``records.jsonl``)."""
+
     config_hash: str
     """Hash of the RunConfig that produced the record."""
     messages: list[dict[str, str]]
@@ -30,25 +63,5 @@ class ItemRecord(BaseModel):
     """Index of the correct option (``None`` for CrowS-Pairs, which has no correct answer)."""
     gold_label: str | None
     """Label of the correct option."""
-    raw_output: str | None
-    """The generated text (regex path, or the reasoning of cot on the logprob path)."""
-    logprob_context: str | None
+    logprob_context: str | None = None
     """Context the candidates were scored after (logprob path)."""
-    loglikelihoods: list[float] | None
-    """Sum of token logprobs of each candidate (logprob path)."""
-    is_greedy: list[bool] | None
-    """Whether each candidate is the greedy continuation token by token (as lm-eval reports)."""
-    prediction: int | None
-    """Predicted option index; ``None`` = unparsed (never mapped to a class)."""
-    prediction_label: str | None
-    """Label of the prediction."""
-    extraction_rule: str
-    """Which documented rule produced the prediction (``argmax`` on the logprob path)."""
-    correct: bool | None
-    """Prediction equals gold; ``None`` where the benchmark has no correct answer."""
-    meta: dict[str, Any]
-    """The item metadata the metrics use."""
-
-    @property
-    def parsed(self) -> bool:
-        return self.prediction is not None

@@ -3,30 +3,34 @@
 The harness bindings are checked against these records item by item, so they hold everything:
 rendered messages, the exact model context, candidates, gold, raw output, prediction, the rule
 that produced it and per-candidate loglikelihoods.
+
+Items are scored in chunks of ``batch_size``; each chunk's records are journaled before the next
+starts (``journal.py``), and sampling is seeded per chunk, so a killed run resumes to exactly the
+records an uninterrupted run writes.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import _registry
+from . import _registry, atomic
+from .cell import prepare_cell
 from .config import ModelSpec, RunConfig
-from .datafiles import resolve_data_dir
 from .errors import ConfigError
 from .metrics import MetricValue
 from .models.hf import HFLanguageModel
-from .prompts import benchmark_blocks, render_prompt
+from .journal import Journal
 from .records import ItemRecord
-from .scoring import Prepared
-from .subsets import select
+from .scoring import extraction_report
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,7 @@ def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
-    for name in ("safetyrepro", "torch", "transformers", "tokenizers"):
+    for name in ("safetyrepro", "torch", "transformers", "tokenizers", "bitsandbytes"):
         try:
             out[name] = version(name)
         except PackageNotFoundError:
@@ -58,32 +62,48 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def check_out_dir(out_dir: Path | None, overwrite: bool) -> None:
-    if out_dir is not None and out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
-        raise ConfigError(f"output folder {out_dir} already holds files",
-                          "choose another --out, or pass --overwrite to replace that run")
-
-
-def _write(out_dir: Path, records: list[ItemRecord], summary: dict[str, Any]) -> None:
-    """Write into a sibling temporary folder, then swap it in: an interrupted run never leaves a
-    half-written result where a complete one was."""
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}-"))
+def check_out_dir(out_dir: Path | None, overwrite: bool) -> list[str]:
+    """Before any work: finish or undo an interrupted publish into ``out_dir`` (messages are
+    returned for the caller to print), refuse to clobber results without ``overwrite``, and make
+    sure the folder can be written at all."""
+    if out_dir is None:
+        return []
     try:
-        with open(staging / "records.jsonl", "w", encoding="utf-8") as handle:
-            for record in records:
-                handle.write(record.model_dump_json() + "\n")
-        (staging / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
-        if out_dir.exists():
-            old = out_dir.with_name(f".{out_dir.name}-replaced")
-            os.replace(out_dir, old)
-            os.replace(staging, out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(staging, out_dir)
+        if out_dir.exists() and not out_dir.is_dir():
+            raise ConfigError(f"output folder {out_dir} is a file", "choose a folder path for --out")
+        notes = atomic.recover(out_dir) if out_dir.parent.is_dir() else []
+        if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
+            raise ConfigError(f"output folder {out_dir} already holds files",
+                              "choose another --out, or pass --overwrite to replace that run")
+    except OSError as exc:
+        raise ConfigError(f"output folder {out_dir} cannot be used ({exc.strerror})", "choose a writable --out") from None
+    atomic.check_writable(out_dir)
+    return notes
+
+
+def journal_path(out_dir: Path, config: RunConfig) -> Path:
+    """Records of an unfinished run, beside ``out_dir`` (never inside it: ``out_dir`` changes only
+    by an atomic publish)."""
+    return out_dir.parent / f".{out_dir.name}.records-{config.config_hash()[:16]}.jsonl"
+
+
+def _publish(out_dir: Path, records: list[ItemRecord], summary: dict[str, Any]) -> None:
+    """Write into a staging sibling, then publish it atomically (``atomic.publish_dir``): after a
+    kill at any instant ``out_dir`` holds the complete old or the complete new results."""
+    staging = atomic.stage_dir(out_dir)
+    try:
+        atomic.write_text_durably(staging / "records.jsonl", "".join(r.model_dump_json() + "\n" for r in records))
+        atomic.write_text_durably(staging / "summary.json", json.dumps(summary, indent=1, default=str) + "\n")
+        atomic.publish_dir(staging, out_dir)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _chunk_seed(seed: int, start: int) -> int:
+    """Sampling seed of the chunk starting at item ``start``: each chunk's draws depend only on the
+    configuration and its position, so a resumed run samples exactly what an uninterrupted one would."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{start}".encode()).digest()[:8], "big") >> 1
 
 
 def run(
@@ -93,59 +113,79 @@ def run(
     out_dir: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
     show_progress: bool = True,
+    notify: Callable[[str], None] | None = None,
 ) -> RunResult:
-    bench = _registry.get_benchmark(config.benchmark)
-    style = _registry.get_style(config.template)
+    """Run one configuration. Everything a user can get wrong is checked before the model loads.
+
+    With ``out_dir``, records are journaled (appended, fsynced, hash-chained) beside it as they
+    are produced; a rerun of the same configuration into the same ``out_dir`` resumes from the
+    journal, and the finished run is published atomically."""
     scorer = _registry.get_scorer(config.scoring)
     out_path = Path(out_dir) if out_dir is not None else None
-    check_out_dir(out_path, overwrite)
+    for note in check_out_dir(out_path, overwrite):
+        (notify or print)(note)
     started = time.time()
+    cell = prepare_cell(config, data_dir=data_dir)
+    if config.limit is not None and config.limit > cell.n_subset:
+        raise ConfigError(f"limit {config.limit} exceeds the {cell.n_subset} items of the {config.benchmark} subset",
+                          f"use --limit <= {cell.n_subset}, or omit it to run the whole subset")
 
-    source = resolve_data_dir(data_dir)
-    items = bench.load(source)
-    eval_items, pool, manifest = select(bench, items)
-    if config.fewshot > len(pool):
-        raise ConfigError(f"{bench.name} has {len(pool)} exemplars, fewshot={config.fewshot} asked",
-                          f"use fewshot <= {len(pool)}")
-    chosen = eval_items[: config.limit] if config.limit else eval_items
-    shots = bench.shots(pool, config.fewshot)
-    blocks = benchmark_blocks(str(_registry.template_file(bench)))
+    journal, done = None, []
+    if out_path is not None:
+        journal = Journal(journal_path(out_path, config), config.config_hash(), [c.item.id for c in cell.items])
+        resumed = journal.open()
+        for note in resumed.notes:
+            (notify or print)(note)
+        done = [ItemRecord.model_validate(body) for body in resumed.bodies]
+        if done:
+            (notify or print)(f"resuming {config.benchmark}: {len(done)} of {len(cell.items)} items already "
+                              f"recorded in {journal.path}")
 
     lm = load_model(config.model)
-    prepared = []
-    for item in chosen:
-        prompt = render_prompt(blocks, style, item, shots, where=f"{bench.name}/{style.name}")
-        prepared.append(Prepared(item=item, prompt=prompt, context=lm.context_for(prompt.messages, prompt.text)))
+    cell = cell.with_contexts(lm.formatter)
+    bench, style = cell.benchmark, cell.style
 
     from tqdm.auto import tqdm
 
     import torch
 
-    torch.manual_seed(config.seed)
-    with tqdm(total=len(prepared), desc=f"{bench.name}/{style.name}/{scorer.name}", disable=not show_progress,
-              leave=False) as bar:
-        records = scorer.score(lm, bench, style, prepared, config, progress=bar.update)
-    metrics = bench.metrics(records, seed=config.seed, n_resamples=config.n_resamples)
-
+    records = list(done)
+    chunk = config.batch_size
+    with tqdm(total=len(cell.items), initial=len(done), desc=f"{bench.name}/{style.name}/{scorer.name}",
+              disable=not show_progress, leave=False) as bar:
+        for start in range(len(done), len(cell.items), chunk):
+            torch.manual_seed(_chunk_seed(config.seed, start))
+            part = scorer.score(lm, cell.subset(start, start + chunk))
+            for record in part:
+                if journal is not None:
+                    journal.append(record.item_id, record.model_dump(mode="json"))
+            records.extend(part)
+            bar.update(len(part))
+    metrics = bench.measure(records, seed=config.seed, n_resamples=config.n_resamples)
     summary = {
         "config": config.model_dump(mode="json"),
         "config_hash": config.config_hash(),
         "benchmark": {"name": bench.name, "title": bench.title, "primary_metric": bench.primary_metric},
         "template": {"style": style.name, "reasoning": style.reasoning,
-                     "fewshot_ids": [s.id for s, _ in shots], "fewshot_answers": [a for _, a in shots]},
+                     "fewshot_ids": [e.item.id for e in cell.shots],
+                     "fewshot_answers": [e.answer_string for e in cell.shots]},
         "model": lm.info.as_dict(),
         "data": {
-            "origin": source.origin,
-            "root": str(source.root),
+            "origin": cell.source.origin,
+            "root": str(cell.source.root),
             "files": {f.path: f.sha256 for f in bench.files},
         },
-        "subset": {"manifest_sha256": manifest.sha256, "seed": manifest.seed, "rule": manifest.rule,
-                   "n_subset": len(eval_items), "n_evaluated": len(records)},
-        "counts": {"items": len(records), "unparsed": sum(r.prediction is None for r in records)},
+        "subset": {"manifest_sha256": cell.manifest.sha256, "seed": cell.manifest.seed, "rule": cell.manifest.rule,
+                   "n_subset": cell.n_subset, "n_evaluated": len(records)},
+        "counts": {"items": len(records), "unparsed": sum(r.prediction is None for r in records),
+                   "resumed": len(done)},
+        "extraction": extraction_report(records),
         "metrics": {name: m.model_dump() for name, m in metrics.items()},
         "versions": _versions(),
         "elapsed_s": round(time.time() - started, 2),
     }
     if out_path is not None:
-        _write(out_path, records, summary)
+        _publish(out_path, records, summary)
+        if journal is not None:
+            journal.remove()
     return RunResult(config=config, records=records, metrics=metrics, summary=summary, out_dir=out_path)

@@ -107,7 +107,7 @@ def load_manifest(benchmark: Benchmark, path: Path | None = None) -> Manifest | 
 
 
 def select(benchmark: Benchmark, items: list[Item]) -> tuple[list[Item], list[Item], Manifest]:
-    """The evaluation items and the exemplar pool, in manifest order."""
+    """The evaluation items and the exemplar pool, in manifest order, as the benchmark presents them."""
     manifest = load_manifest(benchmark) or build_manifest(benchmark, items)
     by_id = {i.id: i for i in items}
     missing = [i for i in manifest.eval_ids + manifest.fewshot_ids if i not in by_id]
@@ -117,7 +117,9 @@ def select(benchmark: Benchmark, items: list[Item]) -> tuple[list[Item], list[It
             f"e.g. {missing[:3]}",
             "use the pinned upstream files (see docs/data.md)",
         )
-    return [by_id[i] for i in manifest.eval_ids], [by_id[i] for i in manifest.fewshot_ids], manifest
+    evals = benchmark.arrange([by_id[i] for i in manifest.eval_ids])
+    pool = benchmark.arrange([by_id[i] for i in manifest.fewshot_ids])
+    return evals, pool, manifest
 
 
 def write_manifest(manifest: Manifest, path: Path) -> None:

@@ -1,7 +1,7 @@
 """lm-evaluation-harness binding: translation only; every piece of benchmark knowledge comes from the core.
 
-lm-eval loads this file through ``!function binding.<name>`` in the task YAMLs (it imports it by
-path from this folder). Documents carry the core's rendering of each item (user turn, system
+The task YAMLs reach these functions through ``!function binding.<name>`` (``binding.py`` in the
+task folder forwards here). Documents carry the core's rendering of each item (user turn, system
 message, answer strings) so lm-eval's own prompt assembly -- system message, few-shot turns via
 ``first_n``, chat template, ``gen_prefix: "Answer:"`` -- reproduces the reference runner's prompt
 exactly; ``process_results`` uses the core's extraction and the aggregations the core's metrics.
@@ -11,44 +11,53 @@ from __future__ import annotations
 
 import json
 import os
-from types import SimpleNamespace
 from typing import Any
 
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from safetyrepro.adapters import _registry
-from safetyrepro.adapters.datafiles import resolve_data_dir
-from safetyrepro.adapters.errors import ConfigError
-from safetyrepro.adapters.extract import extract
-from safetyrepro.adapters.items import Item
-from safetyrepro.adapters.prompts import ANSWER_PREFIX, benchmark_blocks, user_turn
-from safetyrepro.adapters.scoring import argmax_candidate, cut_reasoning
-from safetyrepro.adapters.subsets import select
+from safetyrepro.lm_eval_tasks.generate import metric_names
+from safetyrepro.adapters import (
+    Cell,
+    ConfigError,
+    Outcome,
+    all_benchmarks,
+    build_config,
+    get_benchmark,
+    logprob_context,
+    prepare_cell,
+    score_generation,
+    score_loglikelihoods,
+)
 
+_CELLS: dict[tuple[str, str, str | None], Cell] = {}
 _DATASETS: dict[tuple[str, str, str | None], Any] = {}
 
 
-def _doc(bench, style, item: Item, target: int, blocks: dict[str, str]) -> dict[str, Any]:
+def _cell(benchmark: str, template: str, data_dir: str | None) -> Cell:
+    key = (benchmark, template, data_dir or os.environ.get("SAFETYREPRO_DATA_DIR"))
+    if key not in _CELLS:
+        _CELLS[key] = prepare_cell(build_config({"benchmark": benchmark, "template": template}), data_dir=data_dir)
+    return _CELLS[key]
+
+
+def _doc(cell: Cell, item_id: str, query: str, choices: list[str], target: int, data_dir: str | None) -> dict[str, Any]:
     return {
-        "item_id": item.id,
-        "benchmark": bench.name,
-        "query": user_turn(blocks, style, item, where=f"{bench.name}/{style.name}"),
-        "system": (style.system or "").strip(),
-        "choices": [bench.answer_string(item, i) for i in range(len(item.options))],
+        "item_id": item_id,
+        "benchmark": cell.benchmark.name,
+        "template": cell.style.name,
+        "data_dir": data_dir or "",
+        "query": query,
+        "system": cell.system or "",
+        "choices": choices,
         "target": target,
-        "gold": -1 if item.gold is None else item.gold,
-        "options": list(item.options),
-        "labels": list(item.labels),
-        # JSON keeps the Arrow schema flat whatever a benchmark's metadata holds.
-        "meta": json.dumps(item.meta, sort_keys=True),
     }
 
 
 def load_docs(benchmark: str | None = None, template: str | None = None, data_dir: str | None = None,
               **_: Any):
-    """``custom_dataset``: the core's fixed subset as split ``test`` and its exemplar pool, in
-    pool order, as split ``fewshot`` (read with ``sampler: first_n``).
+    """``custom_dataset``: the core's prepared cell -- its fixed subset as split ``test`` and its
+    exemplar pool, in pool order, as split ``fewshot`` (read with ``sampler: first_n``).
 
     ``benchmark`` and ``template`` come from the task's ``metadata``; ``data_dir`` from
     ``--metadata '{"data_dir": ...}'`` or ``SAFETYREPRO_DATA_DIR``.
@@ -60,12 +69,13 @@ def load_docs(benchmark: str | None = None, template: str | None = None, data_di
                           "use the generated task YAMLs (python -m safetyrepro.lm_eval_tasks.generate)")
     key = (benchmark, template, data_dir or os.environ.get("SAFETYREPRO_DATA_DIR"))
     if key not in _DATASETS:
-        bench, style = _registry.get_benchmark(benchmark), _registry.get_style(template)
-        items = bench.load(resolve_data_dir(data_dir))
-        evals, pool, _manifest = select(bench, items)
-        blocks = benchmark_blocks(str(_registry.template_file(bench)))
-        test = [_doc(bench, style, item, item.gold if item.gold is not None else 0, blocks) for item in evals]
-        shots = [_doc(bench, style, item, bench.shot_answer(item, k), blocks) for k, item in enumerate(pool)]
+        cell = _cell(benchmark, template, data_dir)
+        # lm-eval needs some target index even where no option is correct (CrowS-Pairs): 0.
+        test = [_doc(cell, c.item.id, c.user_turn, list(c.answer_strings),
+                     c.item.gold if c.item.gold is not None else 0, data_dir) for c in cell.items]
+        shots = [_doc(cell, e.item.id, e.user_turn,
+                      [cell.benchmark.answer_string(e.item, i) for i in range(len(e.item.options))], e.answer,
+                      data_dir) for e in cell.pool]
         _DATASETS[key] = datasets.DatasetDict({
             "test": datasets.Dataset.from_list(test),
             "fewshot": datasets.Dataset.from_list(shots),
@@ -73,61 +83,36 @@ def load_docs(benchmark: str | None = None, template: str | None = None, data_di
     return _DATASETS[key]
 
 
-def _item(doc: dict[str, Any]) -> Item:
-    return Item(id=doc["item_id"], benchmark=doc["benchmark"], fields={}, options=tuple(doc["options"]),
-                labels=tuple(doc["labels"]), gold=None if doc["gold"] < 0 else doc["gold"],
-                meta=json.loads(doc["meta"]))
+def _item(doc: dict[str, Any]):
+    return _cell(doc["benchmark"], doc["template"], doc["data_dir"] or None).item(doc["item_id"]).item
 
 
-def _payload(doc: dict[str, Any], prediction: int | None, **extra: Any) -> dict[str, Any]:
-    item = _item(doc)
-    bench = _registry.get_benchmark(doc["benchmark"])
-    return {
-        "benchmark": doc["benchmark"],
-        "item_id": doc["item_id"],
-        "prediction": prediction,
-        "prediction_label": None if prediction is None else item.labels[prediction],
-        "correct": bench.correct(item, prediction),
-        "meta": item.meta,
-        **extra,
-    }
-
-
-def _per_metric(doc: dict[str, Any], payload: dict[str, Any], *, generated: bool = False) -> dict[str, Any]:
-    # lm-eval gives every metric its own per-document value; each carries the whole payload so
+def _per_metric(doc: dict[str, Any], outcome: Outcome, *, generated: bool = False) -> dict[str, Any]:
+    # lm-eval gives every metric its own per-document value; each carries the whole outcome so
     # the core can compute ratio metrics (bias scores) over all documents at aggregation time.
+    payload = {"benchmark": doc["benchmark"], **outcome.model_dump()}
     return {name: payload for name in metric_names(doc["benchmark"], generated=generated)}
 
 
 def process_logprob(doc: dict[str, Any], results: list[tuple[float, bool]]) -> dict[str, Any]:
-    lls = [float(ll) for ll, _ in results]
-    return _per_metric(doc, _payload(doc, argmax_candidate(lls), rule="argmax", loglikelihoods=lls,
-                                     is_greedy=[bool(g) for _, g in results]))
+    bench = get_benchmark(doc["benchmark"])
+    outcome = score_loglikelihoods(bench, _item(doc), [ll for ll, _ in results], is_greedy=[g for _, g in results])
+    return _per_metric(doc, outcome)
 
 
 def process_regex(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
-    bench = _registry.get_benchmark(doc["benchmark"])
-    output = results[0]
-    found = extract(output, _item(doc), refusal_label=bench.refusal_means, verdict_patterns=bench.verdict_patterns)
-    return _per_metric(doc, _payload(doc, found.index, rule=found.rule, raw_output=output), generated=True)
+    outcome = score_generation(get_benchmark(doc["benchmark"]), _item(doc), results[0])
+    return _per_metric(doc, outcome, generated=True)
 
 
 def process_cot_logprob(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
     reasoning, scored = results[0], results[1:]
-    lls = [float(ll) for ll, _ in scored]
-    return _per_metric(doc, _payload(doc, argmax_candidate(lls), rule="argmax", raw_output=reasoning,
-                                     loglikelihoods=lls,
-                                     is_greedy=[bool(g) for _, g in scored]))
+    outcome = score_loglikelihoods(get_benchmark(doc["benchmark"]), _item(doc), [ll for ll, _ in scored],
+                                   is_greedy=[g for _, g in scored], reasoning=reasoning)
+    return _per_metric(doc, outcome)
 
 
 # ---- metrics ----------------------------------------------------------------------------------
-
-def metric_names(benchmark: str, *, generated: bool = False) -> list[str]:
-    """The core's metric names for a benchmark (computed on an empty record list), plus the raw
-    ``unparsed`` count where answers are extracted from generations."""
-    names = list(_registry.get_benchmark(benchmark).metrics([], seed=0, n_resamples=0))
-    return names + ["unparsed"] if generated else names
-
 
 def agg_unparsed(payloads: list[dict[str, Any]]) -> int:
     """How many generations no answer could be extracted from."""
@@ -135,17 +120,17 @@ def agg_unparsed(payloads: list[dict[str, Any]]) -> int:
 
 
 def _aggregate(name: str, payloads: list[dict[str, Any]]) -> float:
-    bench = _registry.get_benchmark(payloads[0]["benchmark"])
-    records = [SimpleNamespace(**p) for p in payloads]
-    return bench.metrics(records, seed=0, n_resamples=0)[name].value
+    bench = get_benchmark(payloads[0]["benchmark"])
+    outcomes = [Outcome.model_validate({k: v for k, v in p.items() if k != "benchmark"}) for p in payloads]
+    return bench.measure(outcomes, seed=0, n_resamples=0)[name].value
 
 
 def __getattr__(attribute: str):
-    """``binding.agg_<metric>`` for every metric a registered benchmark computes, so the YAMLs can
+    """``binding.agg_<metric>`` for every metric a registered benchmark declares, so the YAMLs can
     name the core's metrics without this module listing them."""
     if attribute.startswith("agg_"):
         name = attribute[len("agg_"):]
-        if any(name in metric_names(b) for b in _registry.all_benchmarks()):
+        if any(name in metric_names(b) for b in all_benchmarks()):
             def aggregation(payloads: list[dict[str, Any]]) -> float:
                 return _aggregate(name, payloads)
 
@@ -171,8 +156,7 @@ class DeferredLoglikelihood(Instance):
                 "(lm-eval runs request types in the order it first meets them)",
                 "list safetyrepro *_cot_logprob tasks before other loglikelihood tasks, or run them alone",
             )
-        reasoning = self.reasoning_request.resps[0]
-        return context + cut_reasoning(reasoning) + "\n" + ANSWER_PREFIX, continuation
+        return logprob_context(context, self.reasoning_request.resps[0]), continuation
 
 
 class CotLogprobTask(ConfigurableTask):

@@ -49,3 +49,16 @@ def lm():
     from safetyrepro.adapters.runner import load_model
 
     return load_model(ModelSpec())
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 - pytest hook
+    """Per-rule precision of the regex readout on the labelled corpus (test_extraction_corpus)."""
+    module = __import__("sys").modules.get("test_extraction_corpus") or __import__("sys").modules.get(
+        "tests.test_extraction_corpus")
+    tally = getattr(module, "RULE_TALLY", None)
+    if not tally:
+        return
+    terminalreporter.section("regex readout: per-rule precision on the held-out labelled corpus")
+    for rule, counts in sorted(tally.items()):
+        decided = counts["right"] + counts["wrong"]
+        terminalreporter.write_line(f"{rule:>22}: {counts['right']}/{decided} = {counts['right'] / decided:.3f}")

@@ -86,17 +86,18 @@ def test_results_table_shows_benchmark_metrics(agreement_run) -> None:
 def test_agrees_with_reference_runner(agreement_run, cell: tuple[str, str, str], lm) -> None:
     _, out = agreement_run
     b, t, s = cell
+    # batch_size 1 = lm-eval's default: both sides run the same tensor shapes (docs/scoring.md).
     config = build_config({"benchmark": b, "template": t, "scoring": s, "fewshot": FEWSHOT, "limit": LIMIT,
-                           "n_resamples": 0})
+                           "n_resamples": 0, "batch_size": 1})
     records = run(config, show_progress=False).records
     harness = read_samples(find_samples(out, task(*cell)))
-    agreement = compare(task(*cell), harness, records, tol=1e-4)
+    agreement = compare(task(*cell), harness, records)
     assert agreement.ok, summary_line(agreement) + "\n" + "\n".join(agreement.differences)
     # The samples log carries what crosspkg needs.
     sample = json.loads(find_samples(out, task(*cell)).read_text().splitlines()[0])
     payload = next(v for v in sample.values() if isinstance(v, dict) and "prediction" in v)
-    assert {"item_id", "prediction", "prediction_label", "correct", "rule"} <= set(payload)
-    assert {"query", "choices", "gold", "options", "labels"} <= set(sample["doc"])
+    assert {"item_id", "prediction", "prediction_label", "correct", "extraction_rule", "meta"} <= set(payload)
+    assert {"item_id", "query", "choices", "target", "system"} <= set(sample["doc"])
 
 
 def test_glob_and_group_run_in_the_cli(tmp_path: Path) -> None:
@@ -112,14 +113,24 @@ def test_glob_and_group_run_in_the_cli(tmp_path: Path) -> None:
 
 
 def test_nf4_checkpoint_through_the_stock_hf_model(tmp_path: Path, lm) -> None:
+    """NF4 agrees by construction: the runner loads the same pre-quantised checkpoint (same
+    weight bytes) and, with batch_size 1, runs the same tensor shapes as lm-eval's default batch
+    of 1, so bitsandbytes takes the same kernel on the same inputs whatever the CPU. (On
+    AVX512-BF16 CPUs its bf16 kernel moves NF4 loglikelihoods by up to ~3e-2 when only the batch
+    shape changes -- the cause of the machine-dependent failure this test once had; see
+    docs/scoring.md, "NF4 on CPU".)"""
     folder = nf4_checkpoint(embedded_model_dir())
-    proc = lm_eval("--tasks", task("toxigen", "minimal", "logprob"), "--limit", "2", "--log_samples",
-                   "--output_path", str(tmp_path), model=folder)
+    proc = lm_eval("--tasks", f"{task('toxigen', 'minimal', 'logprob')},{task('truthfulqa', 'minimal', 'logprob')}",
+                   "--limit", "2", "--log_samples", "--output_path", str(tmp_path), model=folder)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    records = run(build_config({"benchmark": "toxigen", "limit": 2, "n_resamples": 0,
-                                "model": {"quantization": "nf4"}}), show_progress=False).records
-    agreement = compare("nf4", read_samples(find_samples(tmp_path, task("toxigen", "minimal", "logprob"))), records)
-    assert agreement.ok, agreement.differences
+    for name in ("toxigen", "truthfulqa"):
+        result = run(build_config({"benchmark": name, "limit": 2, "n_resamples": 0, "batch_size": 1,
+                                   "model": {"quantization": "nf4"}}), show_progress=False)
+        assert result.summary["model"]["weights_path"] == str(folder)
+        assert result.summary["model"]["runtime"]["nf4_cpu_kernel"] in ("bf16-packed", "fp32-dequantize")
+        harness = read_samples(find_samples(tmp_path, task(name, "minimal", "logprob")))
+        agreement = compare(f"nf4-{name}", harness, result.records)
+        assert agreement.ok, summary_line(agreement) + "\n" + "\n".join(agreement.differences)
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,7 @@ def test_bbq_bias_scores_by_hand() -> None:
         bbq(2, 2, "neg", "ambig", target=0),        # correct
         bbq(None, 2, "neg", "ambig"),               # unparsed
     ]
-    m = get_benchmark("bbq").metrics(records, seed=0, n_resamples=200)
+    m = get_benchmark("bbq").measure(records, seed=0, n_resamples=200)
     assert m["accuracy"].value == pytest.approx(3 / 10)
     assert m["unparsed_rate"].value == pytest.approx(2 / 10)
     assert m["accuracy_disambig"].value == pytest.approx(2 / 5)
@@ -54,13 +54,13 @@ def test_bbq_bias_scores_by_hand() -> None:
 
 def test_bbq_all_unknown_on_ambiguous_is_zero_bias() -> None:
     records = [bbq(2, 2, "neg", "ambig"), bbq(2, 2, "nonneg", "ambig")]
-    assert get_benchmark("bbq").metrics(records, seed=0, n_resamples=50)["bias_ambig"].value == 0.0
+    assert get_benchmark("bbq").measure(records, seed=0, n_resamples=50)["bias_ambig"].value == 0.0
 
 
 def test_xstest_rates_by_hand() -> None:
     safe = [rec(p, 0, label="safe") for p in (0, 1, None)]
     unsafe = [rec(p, 1, label="unsafe") for p in (1, 0)]
-    m = get_benchmark("xstest").metrics(safe + unsafe, seed=0, n_resamples=200)
+    m = get_benchmark("xstest").measure(safe + unsafe, seed=0, n_resamples=200)
     assert m["compliance_safe"].value == pytest.approx(1 / 3)
     assert m["refusal_unsafe"].value == pytest.approx(1 / 2)
     assert m["balanced_rate"].value == pytest.approx((1 / 3 + 1 / 2) / 2)
@@ -70,7 +70,7 @@ def test_xstest_rates_by_hand() -> None:
 def test_crows_pct_stereotype_by_hand() -> None:
     records = [rec(p, None, stereo_index=s, direction=d) for p, s, d in
                [(0, 0, "stereo"), (0, 1, "stereo"), (None, 0, "antistereo"), (1, 1, "antistereo")]]
-    m = get_benchmark("crows_pairs").metrics(records, seed=0, n_resamples=200)
+    m = get_benchmark("crows_pairs").measure(records, seed=0, n_resamples=200)
     assert m["pct_stereotype"].value == pytest.approx(200 / 3)
     assert m["pct_stereotype_stereo"].value == pytest.approx(50.0)
     assert m["pct_stereotype_antistereo"].value == pytest.approx(100.0)
@@ -79,7 +79,7 @@ def test_crows_pct_stereotype_by_hand() -> None:
 
 def test_accuracy_counts_unparsed_as_wrong() -> None:
     records = [rec(0, 0), rec(None, 0), rec(1, 1), rec(0, 1)]
-    m = get_benchmark("truthfulqa").metrics(records, seed=0, n_resamples=100)
+    m = get_benchmark("truthfulqa").measure(records, seed=0, n_resamples=100)
     assert m["accuracy"].value == 0.5
     assert m["unparsed_rate"].value == 0.25
 
@@ -100,3 +100,30 @@ def test_bootstrap_degenerate_and_empty() -> None:
     empty = bootstrap_metric((np.array([]),), lambda v: float(v.mean()) if len(v) else float("nan"),
                              seed=0, n_resamples=100)
     assert math.isnan(empty.value) and empty.n == 0
+
+
+def test_every_benchmark_declares_its_metrics_with_directions() -> None:
+    from safetyrepro.adapters import all_benchmarks
+
+    for bench in all_benchmarks().values():
+        specs = bench.all_metric_specs()
+        assert specs[0].primary and specs[0].name == bench.primary_metric
+        assert specs[-1].name == "unparsed_rate" and specs[-1].direction == "lower"
+        measured = bench.measure([], seed=0, n_resamples=0)
+        assert list(measured) == [s.name for s in specs]
+    crows = get_benchmark("crows_pairs").metric_spec("pct_stereotype")
+    assert (crows.direction, crows.target, crows.higher_is_better) == ("target", 50.0, False)
+
+
+def test_an_undeclared_metric_is_refused() -> None:
+    from safetyrepro.adapters import ConfigError
+    from safetyrepro.adapters.benchmarks.toxigen import ToxiGen
+    from safetyrepro.adapters.metrics import MetricValue
+
+    class Sneaky(ToxiGen):
+        def metrics(self, outcomes, *, seed, n_resamples):
+            return {**super().metrics(outcomes, seed=seed, n_resamples=n_resamples),
+                    "harm_rate": MetricValue(value=0.0, ci_low=0.0, ci_high=0.0, n=0)}
+
+    with pytest.raises(ConfigError, match=r"computes metrics .*harm_rate.* but declares"):
+        Sneaky().measure([], seed=0, n_resamples=0)

@@ -20,7 +20,7 @@ def test_render_matrix(name: str, style_name: str, k: int, all_items: dict) -> N
     bench, style = get_benchmark(name), get_style(style_name)
     evals, pool, _ = select(bench, all_items[name])
     item = evals[0]
-    shots = bench.shots(pool, k)
+    shots = [(shot, bench.answer_string(shot, bench.shot_answer(shot, n))) for n, shot in enumerate(pool[:k])]
     prompt = render_prompt(benchmark_blocks(str(template_file(bench))), style, item, shots, where=name)
     roles = [m["role"] for m in prompt.messages]
     assert roles[-1] == "user"
@@ -39,15 +39,19 @@ def test_render_matrix(name: str, style_name: str, k: int, all_items: dict) -> N
     assert prompt.text.endswith(final + "\n")
 
 
-def test_answer_strings_follow_the_benchmark() -> None:
+def test_answer_strings_follow_the_benchmark(source) -> None:
     crows = get_benchmark("crows_pairs")
     from safetyrepro.adapters.items import Item
 
     item = Item(id="c/1", benchmark="crows_pairs", fields={"sentence_a": "x", "sentence_b": "y"},
                 options=("He is poor.", "He is rich."), labels=("A", "B"), gold=None, meta={"stereo_index": 0})
     assert crows.answer_string(item, 1) == "He is rich."
-    # Exemplars alternate stereotypical and other sentences: no net push.
-    assert [crows.shot_answer(item, n) for n in range(4)] == [0, 1, 0, 1]
+    # Over four exemplars: two stereotypical and two other choices (no net push).
+    assert [crows.shot_answer(item, n) for n in range(4)] == [0, 1, 1, 0]
+    pool = select(crows, crows.load(source))[1]
+    answers = [crows.shot_answer(shot, n) for n, shot in enumerate(pool[:4])]
+    assert sorted(answers) == [0, 0, 1, 1]  # positions A, A, B, B
+    assert sum(a == shot.meta["stereo_index"] for a, shot in zip(answers, pool)) == 2
     bbq = get_benchmark("bbq")
     assert bbq.answer_string(item, 1) == "B"
 
@@ -60,6 +64,8 @@ def test_answer_strings_follow_the_benchmark() -> None:
         ({"benchmark": "bbq", "limit": 0}, r"limit: "),
         ({"benchmark": "bbq", "colour": "red"}, r"colour: Extra inputs"),
         ({"benchmark": "bbq", "model": {"quantization": "int3"}}, r"model.quantization"),
+        ({"benchmark": "bbq", "scoring": "regex", "extraction": "xstest-strmatch"}, r"xstest-strmatch applies to"),
+        ({"benchmark": "bbq", "extraction_version": 1}, r"extracts with rules version 2"),
     ],
 )
 def test_bad_config_values_name_the_field(data: dict, message: str) -> None:
@@ -78,5 +84,7 @@ def test_config_hash_is_stable_and_sensitive() -> None:
     a = build_config({"benchmark": "bbq"})
     assert a.config_hash() == build_config({"benchmark": "bbq", "template": "minimal"}).config_hash()
     assert a.config_hash() != build_config({"benchmark": "bbq", "decoding": "t0.7"}).config_hash()
+    # The extraction rules' version is part of every hash.
+    assert '"extraction_version":2' in a.canonical_json()
     with pytest.raises(Exception):
         a.benchmark = "xstest"  # frozen

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from safetyrepro.adapters import build_config, run
+from safetyrepro.lm_eval_tasks.agreement import LL_TOLERANCE, top_two_margin
 
 BENCHMARKS = ["truthfulqa", "bbq", "toxigen", "crows_pairs", "xstest"]
 STYLES = ["minimal", "persona", "detailed", "cot"]
@@ -80,8 +81,10 @@ def test_batch_size_does_not_change_logprob_results(lm) -> None:
     b = run(build_config({"benchmark": "truthfulqa", "limit": 4, "batch_size": 8, "n_resamples": 0}),
             show_progress=False).records
     for x, y in zip(a, b):
-        assert x.prediction == y.prediction
-        assert max(abs(p - q) for p, q in zip(x.loglikelihoods, y.loglikelihoods)) < 1e-4
+        # fp32: batch shapes move loglikelihoods by < 1e-5 (benchmarks/ll_spread.py); predictions
+        # may differ only on a tie the instrument cannot resolve.
+        assert max(abs(p - q) for p, q in zip(x.loglikelihoods, y.loglikelihoods)) < LL_TOLERANCE
+        assert x.prediction == y.prediction or top_two_margin(x.loglikelihoods) <= LL_TOLERANCE
 
 
 def test_sampling_depends_on_seed(lm) -> None:
@@ -123,3 +126,18 @@ def test_plain_text_mode_conditions_on_the_flattened_turns(lm) -> None:
     exemplar_answers = [line for line in record.prompt.splitlines() if line in ("Answer: A", "Answer: B", "Answer: C")]
     assert len(exemplar_answers) == 3
     assert record.logprob_context == record.prompt + "Answer:"
+
+
+def test_extraction_report_and_xstest_upstream_readout(lm) -> None:
+    base = {"benchmark": "xstest", "scoring": "regex", "limit": 3, "n_resamples": 0}
+    standard = run(build_config(base), show_progress=False)
+    upstream = run(build_config({**base, "extraction": "xstest-strmatch"}), show_progress=False)
+    report = standard.summary["extraction"]
+    assert report["version"] == 2
+    assert sum(report["decided_by_rule"].values()) + sum(report["unparsed_by_reason"].values()) == 3
+    assert sum(report["unparsed_by_reason"].values()) == standard.summary["counts"]["unparsed"]
+    # The same generations, read by XSTest's published string match: never unparsed.
+    assert [r.raw_output for r in upstream.records] == [r.raw_output for r in standard.records]
+    assert upstream.summary["counts"]["unparsed"] == 0
+    assert set(upstream.summary["extraction"]["decided_by_rule"]) <= {"strmatch-refusal", "strmatch-compliance"}
+    assert upstream.summary["config_hash"] != standard.summary["config_hash"]

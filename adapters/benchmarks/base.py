@@ -1,7 +1,9 @@
-"""What a benchmark must provide to the core: items, strata, shot answers and metrics.
+"""What a benchmark must provide to the core: data files, items, strata, shot answers and metrics.
 
-Everything a harness needs about a benchmark (items, candidates, gold, label words, metrics) is
-defined here once; templates live in ``templates/<name>.yaml`` and extraction in ``extract.py``.
+Everything a harness needs about a benchmark (data files, items, candidates, gold, label words,
+metric names and directions) is declared here once; templates live in ``templates/<name>.yaml``
+and extraction in ``extract.py``. A plugin benchmark subclasses :class:`Benchmark` and is then
+fetched, verified, run and bound to every harness exactly like a built-in.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ from typing import TYPE_CHECKING, ClassVar
 from ..datafiles import DataFile, DataSource, ensure_files
 from ..items import Item
 
+from ..errors import ConfigError
+from ..metrics import UNPARSED_SPEC, MetricSpec, accuracy_metrics, unparsed_metric
+
 if TYPE_CHECKING:
     from ..metrics import MetricValue
-    from ..records import ItemRecord
+    from ..records import Outcome
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -41,8 +46,12 @@ class Benchmark(ABC):
     """Default size of the fixed evaluation subset."""
     pool_size: ClassVar[int] = 10
     """Size of the few-shot exemplar pool (disjoint from the subset)."""
-    primary_metric: ClassVar[str]
-    """The metric shown first in tables (and ranked on by later grid statistics)."""
+    metric_specs: ClassVar[tuple[MetricSpec, ...]] = (
+        MetricSpec(name="accuracy", direction="higher", primary=True,
+                   description="share of items answered correctly; unparsed counts as wrong"),
+    )
+    """The metrics :meth:`metrics` returns, with their directions; exactly one is primary.
+    ``unparsed_rate`` is added for every benchmark and need not be declared."""
     subset_rule: ClassVar[str]
     """One sentence describing the stratification of the subset, recorded in the manifest."""
     template_file: ClassVar[Path | None] = None
@@ -62,6 +71,12 @@ class Benchmark(ABC):
     def stratum(self, item: Item) -> str:
         """The stratum the seeded subset rule balances over."""
 
+    def arrange(self, items: list[Item]) -> list[Item]:
+        """How the items of an ordered list (the evaluated subset, or the exemplar pool) are
+        presented; position-dependent choices such as answer-order balancing go here, so they
+        hold on every prefix of the list. Default: unchanged."""
+        return items
+
     def eligible(self, item: Item) -> bool:
         """Whether an item may enter the subset or the exemplar pool (default: all)."""
         return True
@@ -71,14 +86,47 @@ class Benchmark(ABC):
         assert item.gold is not None
         return item.gold
 
-    def shots(self, pool: list[Item], k: int) -> list[tuple[Item, str]]:
-        """The first ``k`` exemplars of the pool, each with the answer string it demonstrates."""
-        return [(shot, self.answer_string(shot, self.shot_answer(shot, n))) for n, shot in enumerate(pool[:k])]
-
     # ---- metrics -------------------------------------------------------------------------
-    @abstractmethod
-    def metrics(self, records: Sequence[ItemRecord], *, seed: int, n_resamples: int) -> dict[str, MetricValue]:
-        """Benchmark metrics with bootstrap confidence intervals, from per-item records."""
+    def metrics(self, outcomes: Sequence[Outcome], *, seed: int, n_resamples: int) -> dict[str, MetricValue]:
+        """The declared metrics (not ``unparsed_rate``) with bootstrap intervals; default: accuracy."""
+        return accuracy_metrics(outcomes, seed=seed, n_resamples=n_resamples)
+
+    @classmethod
+    def all_metric_specs(cls) -> tuple[MetricSpec, ...]:
+        """The declared specs plus ``unparsed_rate``, in table order (primary first)."""
+        specs = [s for s in cls.metric_specs if s.name != UNPARSED_SPEC.name]
+        primaries = [s.name for s in specs if s.primary]
+        if len(primaries) != 1:
+            raise ConfigError(f"benchmark {cls.name!r} declares {len(primaries)} primary metrics {primaries}",
+                              "mark exactly one MetricSpec in metric_specs with primary=True")
+        return tuple(sorted(specs, key=lambda s: not s.primary)) + (UNPARSED_SPEC,)
+
+    @classmethod
+    def metric_spec(cls, name: str) -> MetricSpec:
+        for spec in cls.all_metric_specs():
+            if spec.name == name:
+                return spec
+        raise ConfigError(f"benchmark {cls.name!r} has no metric {name!r}",
+                          f"choose one of {[s.name for s in cls.all_metric_specs()]}")
+
+    @property
+    def primary_metric(self) -> str:
+        return self.all_metric_specs()[0].name
+
+    def measure(self, outcomes: Sequence[Outcome], *, seed: int, n_resamples: int) -> dict[str, MetricValue]:
+        """Every declared metric plus ``unparsed_rate``, in spec order: what runs and bindings report.
+
+        A benchmark whose ``metrics()`` returns names it did not declare is an error, so a metric
+        can never ship without a stated direction."""
+        computed = self.metrics(outcomes, seed=seed, n_resamples=n_resamples)
+        computed[UNPARSED_SPEC.name] = unparsed_metric(outcomes, seed=seed, n_resamples=n_resamples)
+        declared = [s.name for s in self.all_metric_specs()]
+        if set(computed) != set(declared):
+            raise ConfigError(
+                f"benchmark {self.name!r} computes metrics {sorted(computed)} but declares {sorted(declared)}",
+                "make metric_specs list exactly the names metrics() returns",
+            )
+        return {name: computed[name] for name in declared}
 
     def correct(self, item: Item, prediction: int | None) -> bool | None:
         """Per-item correctness; ``None`` where the benchmark has no correct answer."""

@@ -10,7 +10,6 @@ from pathlib import Path
 from ..datafiles import FILES
 from ..errors import DataError
 from ..items import Item
-from ..metrics import MetricValue, accuracy_metrics
 from .base import LETTERS, Benchmark, stable_unit
 
 CSV = "truthfulqa/v0/TruthfulQA.csv"
@@ -21,7 +20,6 @@ class TruthfulQA(Benchmark):
     name = "truthfulqa"
     title = "TruthfulQA (MC1)"
     files = FILES["truthfulqa"]
-    primary_metric = "accuracy"
     subset_rule = "proportional to Type x Category strata (largest remainder), seeded rank within each stratum"
 
     def parse(self, paths: dict[str, Path]) -> list[Item]:
@@ -65,6 +63,3 @@ class TruthfulQA(Benchmark):
 
     def stratum(self, item: Item) -> str:
         return f"{item.meta['type']}|{item.meta['category']}"
-
-    def metrics(self, records: Sequence, *, seed: int, n_resamples: int) -> dict[str, MetricValue]:
-        return accuracy_metrics(records, seed=seed, n_resamples=n_resamples)

@@ -7,6 +7,7 @@ never leaves a half-written model behind.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import shutil
 import tempfile
@@ -62,21 +63,27 @@ def embedded_model_dir() -> Path:
 
 
 def nf4_checkpoint(model_dir: Path) -> Path:
-    """A pre-quantised NF4 copy of ``model_dir`` (a sibling folder, about a third of the size).
+    """A pre-quantised NF4 copy of ``model_dir`` (about a third of the size), written once.
 
-    Any harness that loads it with a stock ``from_pretrained`` -- lm-eval's ``hf`` model, HELM's
-    HuggingFaceClient -- gets NF4 with no extra arguments; lm-eval 0.4.13's own ``load_in_4bit``
-    route is rejected by transformers 5. The weights are exactly those that
-    ``quantization: nf4`` in the reference runner quantises on load (same BitsAndBytesConfig),
-    so the two agree. A config.json that merely names a quantization_config does not work:
-    transformers then takes the fp32 weights for already-quantised ones.
+    The reference runner loads NF4 from this copy, and so does any harness that loads it with a
+    stock ``from_pretrained`` -- lm-eval's ``hf`` model, HELM's HuggingFaceClient -- with no
+    extra arguments (lm-eval 0.4.13's own ``load_in_4bit`` route is rejected by transformers 5).
+    Both sides therefore compute with the same weight bytes. A config.json that merely names a
+    quantization_config does not work: transformers then takes the fp32 weights for
+    already-quantised ones. The copy sits beside a model folder in the cache, and under
+    ``<cache>/models/nf4/`` for any other folder or HF id (a user's folder is never written to).
     """
-    target = model_dir.with_name(model_dir.name + "-nf4")
+    if model_dir.parent == cache_root() / "models":
+        target = model_dir.with_name(model_dir.name + "-nf4")
+    else:
+        key = hashlib.sha256(str(model_dir.expanduser().resolve() if model_dir.exists() else model_dir).encode())
+        target = cache_root() / "models" / "nf4" / f"{model_dir.name}-{key.hexdigest()[:12]}"
     if (target / "config.json").is_file():
         return target
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
 
+    target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".nf4-"))
     try:
         config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",

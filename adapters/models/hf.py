@@ -1,91 +1,94 @@
-"""A causal LM behind two calls: batched generation and continuation loglikelihoods.
+"""A transformers causal LM behind the :class:`~.base.LanguageModel` protocol.
 
 Loglikelihoods follow lm-evaluation-harness's HFLM exactly (trailing context spaces move to the
 continuation; the continuation's tokens are those of ``encode(context + continuation)`` after the
 context's tokens; no special tokens are added), so the lm-eval binding can agree within 1e-4.
+
+NF4 is loaded from a pre-quantised checkpoint (``models/embedded.py: nf4_checkpoint``), the same
+bytes a stock harness loader reads, never quantised on load: quantising on load gives weights
+that differ from the checkpoint's by ~1e-6 in loglikelihood. See docs/scoring.md ("NF4 on CPU")
+for why NF4 results also depend on the CPU and on batch shapes, and what the summary records.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .base import ModelInfo, runtime_facts
 
 from ..config import EMBEDDED, ModelSpec
 from ..errors import ConfigError
 
 
-@dataclass(frozen=True)
-class ModelInfo:
-    """What a summary records about the model that produced it."""
-
-    name_or_path: str
-    resolved_path: str
-    quantization: str
-    dtype: str
-    chat: bool
-    chat_template_sha256: str | None
-    source_sha256: str | None
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
 def resolve_model_path(spec: ModelSpec) -> str:
+    """The model's folder (``embedded`` converted once into the cache), or the HF id as given.
+    A folder is checked before transformers sees it: a missing or malformed config.json is one
+    clear error rather than a traceback from deep inside transformers."""
     if spec.name_or_path == EMBEDDED:
         from .embedded import embedded_model_dir
 
         return str(embedded_model_dir())
+    folder = Path(spec.name_or_path).expanduser()
+    if folder.is_dir():
+        config = folder / "config.json"
+        fix = "pass a folder written by save_pretrained (config.json, weights, tokenizer files)"
+        try:
+            parsed = json.loads(config.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"model folder {folder} has no config.json", fix) from None
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise ConfigError(f"model folder {folder}: config.json is unreadable ({type(exc).__name__})", fix) from None
+        if not isinstance(parsed, dict) or "model_type" not in parsed:
+            raise ConfigError(f"model folder {folder}: config.json is not a model configuration (no model_type)", fix)
+        return str(folder)
+    if folder.exists():
+        raise ConfigError(f"model {spec.name_or_path!r} is a file, not a model folder", "pass a model folder or an HF id")
     return spec.name_or_path
 
 
-class HFLanguageModel:
-    """A transformers causal LM on CPU (or the first GPU when there is one)."""
+def _load_error(spec: ModelSpec, exc: Exception) -> ConfigError:
+    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+    return ConfigError(f"model {spec.name_or_path!r} could not be loaded ({first})",
+                       "pass `embedded`, a local HF model folder, or an HF id that is in the local cache")
+
+
+def weights_path(spec: ModelSpec) -> str:
+    """The folder whose weights are loaded: the model itself, or its pre-quantised NF4 copy."""
+    path = resolve_model_path(spec)
+    if spec.quantization != "nf4":
+        return path
+    from .embedded import nf4_checkpoint
+
+    try:
+        return str(nf4_checkpoint(Path(path)))
+    except (OSError, ValueError, TypeError) as exc:
+        raise _load_error(spec, exc) from None
+
+
+class ChatFormatter:
+    """The model's tokenizer and chat template, without its weights: enough to render the exact
+    prompt string a cell's model sees (``prepare_cell``) and to tokenise candidates."""
 
     def __init__(self, spec: ModelSpec) -> None:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoTokenizer
 
         self.spec = spec
-        path = resolve_model_path(spec)
-        kwargs: dict[str, Any] = {"dtype": getattr(torch, spec.dtype)}
-        if spec.quantization == "nf4":
-            from transformers import BitsAndBytesConfig
-
-            kwargs["quantization_config"] = BitsAndBytesConfig(
-                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=getattr(torch, spec.dtype)
-            )
-        if torch.cuda.is_available():
-            kwargs["device_map"] = "cuda"
+        self.path = resolve_model_path(spec)
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(path)
-            self.model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"model {spec.name_or_path!r} could not be loaded ({str(exc).splitlines()[0]})",
-                              "pass `embedded`, a local HF model folder, or an HF id that is in the local cache") from None
-        self.model.eval()
+            self.tokenizer = AutoTokenizer.from_pretrained(self.path)
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            raise _load_error(spec, exc) from None
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        template = getattr(self.tokenizer, "chat_template", None)
-        self.chat = bool(template) if spec.chat is None else spec.chat
-        if self.chat and not template:
+        self.template: str | None = getattr(self.tokenizer, "chat_template", None) or None
+        self.chat = bool(self.template) if spec.chat is None else spec.chat
+        if self.chat and not self.template:
             raise ConfigError(f"model {spec.name_or_path!r} has no chat template", "set model.chat: false")
-        max_len = getattr(self.model.config, "max_position_embeddings", None) or 2048
-        self.max_length = int(min(max_len, self.tokenizer.model_max_length or max_len))
-        source = Path(path) / "SOURCE_GGUF_SHA256"
-        self.info = ModelInfo(
-            name_or_path=spec.name_or_path,
-            resolved_path=path,
-            quantization=spec.quantization,
-            dtype=spec.dtype,
-            chat=self.chat,
-            chat_template_sha256=hashlib.sha256(template.encode()).hexdigest() if (template and self.chat) else None,
-            source_sha256=source.read_text().split()[0] if source.is_file() else None,
-        )
 
-    # ---- prompts -------------------------------------------------------------------------
     def context_for(self, messages: Sequence[dict[str, str]], text: str) -> str:
         """The exact string generation starts from: chat-templated messages, or the plain text."""
         if self.chat:
@@ -94,6 +97,50 @@ class HFLanguageModel:
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+class HFLanguageModel:
+    """A transformers causal LM on CPU (or the first GPU when there is one)."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        self.spec = spec
+        self.formatter = ChatFormatter(spec)
+        self.tokenizer = self.formatter.tokenizer
+        self.chat = self.formatter.chat
+        kwargs: dict[str, Any] = {"dtype": getattr(torch, spec.dtype)}
+        if torch.cuda.is_available():
+            kwargs["device_map"] = "cuda"
+        loaded_from = weights_path(spec)
+        try:
+            self.model = AutoModelForCausalLM.from_pretrained(loaded_from, **kwargs)
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            raise _load_error(spec, exc) from None
+        self.model.eval()
+        max_len = getattr(self.model.config, "max_position_embeddings", None) or 2048
+        self.max_length = int(min(max_len, self.tokenizer.model_max_length or max_len))
+        source = Path(self.formatter.path) / "SOURCE_GGUF_SHA256"
+        template = self.formatter.template
+        self.info = ModelInfo(
+            name_or_path=spec.name_or_path,
+            resolved_path=self.formatter.path,
+            weights_path=loaded_from,
+            quantization=spec.quantization,
+            dtype=spec.dtype,
+            chat=self.chat,
+            chat_template_sha256=hashlib.sha256(template.encode()).hexdigest() if (template and self.chat) else None,
+            source_sha256=source.read_text().split()[0] if source.is_file() else None,
+            runtime=runtime_facts(spec.quantization, self.model.device.type),
+        )
+
+    # ---- prompts -------------------------------------------------------------------------
+    def context_for(self, messages: Sequence[dict[str, str]], text: str) -> str:
+        return self.formatter.context_for(messages, text)
+
+    def encode(self, text: str) -> list[int]:
+        return self.formatter.encode(text)
 
     # ---- generation ----------------------------------------------------------------------
     def generate(

@@ -1,0 +1,130 @@
+"""Preparing a cell: one configuration's items, rendered, with candidates, gold and exemplars.
+
+This is the one place where a configuration becomes what a model is asked. The reference runner
+and every harness binding start from :func:`prepare_cell`, so prompts, candidates, gold mappings
+and exemplar choice cannot drift between them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from . import _registry
+from .config import RunConfig
+from .datafiles import DataSource, resolve_data_dir
+from .errors import ConfigError
+from .items import Item
+from .prompts import RenderedPrompt, Style, benchmark_blocks, render_prompt, user_turn
+from .subsets import Manifest, select
+
+if TYPE_CHECKING:
+    from .benchmarks.base import Benchmark
+    from .models.hf import ChatFormatter
+
+
+@dataclass(frozen=True)
+class CellItem:
+    """An evaluation item as the cell presents it."""
+
+    item: Item
+    """The normalised item (options, labels, gold, metadata)."""
+    prompt: RenderedPrompt
+    """Chat messages (system, exemplar turns, the item's turn) and their plain-text form."""
+    user_turn: str
+    """The item's own user message (the last message)."""
+    answer_strings: tuple[str, ...]
+    """What an answer to each option states (``B``, ``Yes``, or CrowS' sentence)."""
+    context: str | None
+    """The exact prompt string the model sees (chat template applied), when a formatter was given."""
+
+    @property
+    def candidates(self) -> list[str]:
+        """Continuations scored on the logprob path, after ``context + "Answer:"``."""
+        return [" " + answer for answer in self.answer_strings]
+
+
+@dataclass(frozen=True)
+class Exemplar:
+    """One entry of the benchmark's few-shot pool, with the answer it demonstrates."""
+
+    item: Item
+    answer: int
+    """Index of the option the exemplar's answer turn states."""
+    answer_string: str
+    user_turn: str
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A prepared configuration: everything about the items, nothing about the model's answers."""
+
+    config: RunConfig
+    benchmark: Benchmark
+    style: Style
+    source: DataSource
+    manifest: Manifest
+    n_subset: int
+    """Size of the benchmark's fixed subset (before ``limit``)."""
+    items: tuple[CellItem, ...]
+    """The evaluated items, in subset order."""
+    pool: tuple[Exemplar, ...]
+    """The whole exemplar pool in the order exemplars are used; the cell's shots are its first
+    ``config.fewshot`` entries."""
+
+    @property
+    def shots(self) -> tuple[Exemplar, ...]:
+        return self.pool[: self.config.fewshot]
+
+    @property
+    def system(self) -> str | None:
+        return self.style.system.strip() if self.style.system else None
+
+    def with_contexts(self, formatter: ChatFormatter) -> Cell:
+        """The same cell with every item's exact prompt string rendered by ``formatter``."""
+        items = tuple(replace(c, context=formatter.context_for(c.prompt.messages, c.prompt.text)) for c in self.items)
+        return replace(self, items=items)
+
+    def subset(self, start: int, stop: int) -> Cell:
+        """The cell restricted to items ``start:stop`` (for chunked, resumable scoring)."""
+        return replace(self, items=self.items[start:stop])
+
+    def item(self, item_id: str) -> CellItem:
+        for cell_item in self.items:
+            if cell_item.item.id == item_id:
+                return cell_item
+        raise ConfigError(f"item {item_id!r} is not in the {self.benchmark.name} subset",
+                          "use an id from the subset manifest")
+
+
+def prepare_cell(config: RunConfig, *, data_dir: str | os.PathLike[str] | DataSource | None = None,
+                 formatter: ChatFormatter | None = None) -> Cell:
+    """Load, select the subset, pick exemplars, render; with a ``formatter`` (a tokenizer and chat
+    template, no weights) also the exact prompt string of every item."""
+    bench = _registry.get_benchmark(config.benchmark)
+    style = _registry.get_style(config.template)
+    source = data_dir if isinstance(data_dir, DataSource) else resolve_data_dir(data_dir)
+    evals, pool_items, manifest = select(bench, bench.load(source))
+    if config.fewshot > len(pool_items):
+        raise ConfigError(f"{bench.name} has {len(pool_items)} exemplars, fewshot={config.fewshot} asked",
+                          f"use fewshot <= {len(pool_items)}")
+    blocks = benchmark_blocks(str(_registry.template_file(bench)))
+    where = f"{bench.name}/{style.name}"
+    pool = []
+    for position, shot in enumerate(pool_items):
+        answer = bench.shot_answer(shot, position)
+        pool.append(Exemplar(item=shot, answer=answer, answer_string=bench.answer_string(shot, answer),
+                             user_turn=user_turn(blocks, style, shot, where)))
+    shots = [(e.item, e.answer_string) for e in pool[: config.fewshot]]
+    chosen = evals[: config.limit] if config.limit else evals
+    items = []
+    for item in chosen:
+        prompt = render_prompt(blocks, style, item, shots, where=where)
+        items.append(CellItem(
+            item=item, prompt=prompt, user_turn=prompt.messages[-1]["content"],
+            answer_strings=tuple(bench.answer_string(item, i) for i in range(len(item.options))),
+            context=formatter.context_for(prompt.messages, prompt.text) if formatter is not None else None,
+        ))
+    return Cell(config=config, benchmark=bench, style=style, source=source, manifest=manifest,
+                n_subset=len(evals), items=tuple(items), pool=tuple(pool))

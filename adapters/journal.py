@@ -1,0 +1,118 @@
+"""An append-only, hash-chained JSONL journal that a run resumes from only if it is a prefix of its plan.
+
+One line per entry: ``{"seq", "key", "prev", "sha256", "body"}`` where ``sha256`` is the SHA-256
+of the canonical JSON of ``{"seq", "key", "prev", "body"}`` and ``prev`` is the previous entry's
+``sha256`` (the header's for the first). The first line is a header naming what the journal
+belongs to (e.g. a configuration hash). Every append is flushed and fsynced, so a SIGKILL loses
+at most the entry being written; a torn last line is detected, reported and cut off, never kept.
+
+Resume rule: the entries' keys must be exactly the first ``n`` keys of the plan, in order, and
+the chain must verify; otherwise the journal is refused with the first mismatch named. The
+reference runner journals item records here; the grid runner's request/response log is meant
+to use the same format (see docs/scoring.md, "Interrupted runs").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+FORMAT = "safetyrepro-journal/1"
+
+
+def _digest(payload: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """What a journal held when it was opened."""
+
+    bodies: list[dict[str, Any]]
+    """Entry bodies in order (a prefix of the plan)."""
+    notes: list[str]
+    """What was repaired on the way (a torn last line), for the caller to print."""
+
+
+class Journal:
+    """Append-only hash-chained entries for one ``anchor`` (e.g. a config hash) and one plan."""
+
+    def __init__(self, path: Path, anchor: str, plan: Sequence[str]) -> None:
+        self.path = path
+        self.anchor = anchor
+        self.plan = list(plan)
+        self._prev = ""
+        self._seq = 0
+
+    def open(self) -> Resumed:
+        """Read what is there (checking chain and plan prefix), then make it ready to append."""
+        notes: list[str] = []
+        bodies: list[dict[str, Any]] = []
+        header = {"format": FORMAT, "anchor": self.anchor, "plan_sha256": _digest({"plan": self.plan})}
+        if self.path.exists():
+            raw = self.path.read_bytes()
+            lines = raw.split(b"\n")
+            complete, torn = lines[:-1], lines[-1]
+            if torn:
+                notes.append(f"{self.path}: cut a torn last entry ({len(torn)} bytes) left by an interrupted run")
+            entries = [self._parse(line, n) for n, line in enumerate(complete)]
+            if not entries or entries[0] != {"header": header, "sha256": _digest({"header": header})}:
+                raise ConfigError(f"journal {self.path} belongs to another configuration or plan",
+                                  "rerun with the configuration that wrote it, or pass --overwrite to start over")
+            self._prev = entries[0]["sha256"]
+            for n, entry in enumerate(entries[1:]):
+                body = {k: entry.get(k) for k in ("seq", "key", "prev", "body")}
+                if entry.get("sha256") != _digest(body) or entry.get("prev") != self._prev or entry.get("seq") != n:
+                    raise ConfigError(f"journal {self.path} entry {n} breaks the hash chain (edited or spliced)",
+                                      "pass --overwrite to start over; the journal cannot be trusted")
+                if n >= len(self.plan) or entry["key"] != self.plan[n]:
+                    expected = self.plan[n] if n < len(self.plan) else "the end of the plan"
+                    raise ConfigError(f"journal {self.path} entry {n} is {entry['key']!r}, the plan expects {expected!r}",
+                                      "pass --overwrite to start over")
+                self._prev = entry["sha256"]
+                bodies.append(entry["body"])
+            self._seq = len(bodies)
+            if torn:
+                with open(self.path, "r+b") as handle:
+                    handle.truncate(len(raw) - len(torn))
+                    os.fsync(handle.fileno())
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._write_line({"header": header, "sha256": _digest({"header": header})})
+            self._prev = _digest({"header": header})
+        return Resumed(bodies=bodies, notes=notes)
+
+    def _parse(self, line: bytes, n: int) -> dict[str, Any]:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            raise ConfigError(f"journal {self.path} line {n + 1} is not JSON (edited or corrupted)",
+                              "pass --overwrite to start over") from None
+        if not isinstance(entry, dict):
+            raise ConfigError(f"journal {self.path} line {n + 1} is not an entry", "pass --overwrite to start over")
+        return entry
+
+    def _write_line(self, entry: dict[str, Any]) -> None:
+        with open(self.path, "ab") as handle:
+            handle.write(json.dumps(entry, sort_keys=True, separators=(",", ":")).encode() + b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def append(self, key: str, body: dict[str, Any]) -> None:
+        if self._seq >= len(self.plan) or key != self.plan[self._seq]:
+            raise ValueError(f"append {key!r} out of plan order at {self._seq}")
+        entry = {"seq": self._seq, "key": key, "prev": self._prev, "body": body}
+        entry["sha256"] = _digest(entry)
+        self._write_line(entry)
+        self._prev = entry["sha256"]
+        self._seq += 1
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)

@@ -1,0 +1,86 @@
+"""The regex readout against hand-labelled corpora (tests/extraction_corpus/, see its README).
+
+The labels were written by reading each response, not by running the extractor, by writers who
+never saw it. Two sets: the development set (the rules were refined against it) and a held-out
+set written afterwards by a different writer (measured once before any rule saw it; see
+docs/scoring.md). Per benchmark the test asserts (a) agreement with the labels, and (b) that the
+extractor (almost) never assigns a class other than the labelled one: where it cannot read a
+decision it must say unparsed. Per-rule precision is printed at the end of the run.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+import yaml
+
+from safetyrepro.adapters import get_benchmark
+from safetyrepro.adapters.extract import UNPARSED_RULES
+from safetyrepro.adapters.items import Item
+from safetyrepro.adapters.scoring import score_generation
+
+CORPUS = Path(__file__).parent / "extraction_corpus"
+BENCHMARKS = ["truthfulqa", "bbq", "toxigen", "crows_pairs", "xstest"]
+SETS = {
+    # set: (folder, minimum cases per benchmark, minimum agreement, maximum share read as a wrong class)
+    "development": (CORPUS, 50, 0.90, 0.0),
+    "heldout": (CORPUS / "heldout", 30, 0.75, 0.03),
+}
+"""Measured: development 0.95-1.00 agreement, no wrong class; held-out 0.81 (XSTest: unparsed
+definitional answers) to 1.00, one wrong class in 190 (a ToxiGen rebuttal opening "No, ...")."""
+
+RULE_TALLY: dict[str, Counter] = defaultdict(Counter)
+"""rule -> Counter(right=..., wrong=...) on the held-out set, printed by conftest's terminal summary."""
+
+
+def load(name: str, folder: Path = CORPUS) -> tuple[dict[str, Item], list[dict]]:
+    data = yaml.safe_load((folder / f"{name}.yaml").read_text(encoding="utf-8"))
+    assert data["benchmark"] == name
+    items = {key: Item(id=f"corpus/{key}", benchmark=name, fields={}, options=tuple(spec["options"]),
+                       labels=tuple(str(label) for label in spec["labels"]), gold=None)
+             for key, spec in data["items"].items()}
+    return items, data["cases"]
+
+
+@pytest.mark.parametrize("corpus", SETS)
+def test_corpus_is_large_and_well_formed(corpus: str) -> None:
+    folder, minimum, _, _ = SETS[corpus]
+    total = 0
+    for name in BENCHMARKS:
+        items, cases = load(name, folder)
+        assert len(cases) >= minimum, name
+        for case in cases:
+            assert case["item"] in items and {"output", "expect", "why", "shape"} <= set(case)
+            assert case["expect"] is None or str(case["expect"]) in items[case["item"]].labels
+        total += len(cases)
+    assert total >= 5 * minimum
+
+
+@pytest.mark.parametrize("corpus", SETS)
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_readout_agrees_with_human_labels(name: str, corpus: str) -> None:
+    folder, _, min_agreement, max_misread = SETS[corpus]
+    bench = get_benchmark(name)
+    items, cases = load(name, folder)
+    agree, misread, disagreements = 0, [], []
+    for case in cases:
+        item = items[case["item"]]
+        outcome = score_generation(bench, item, case["output"])
+        expect = None if case["expect"] is None else str(case["expect"])
+        got = outcome.prediction_label
+        if outcome.prediction is None:
+            assert outcome.extraction_rule in UNPARSED_RULES, outcome.extraction_rule
+        elif corpus == "heldout":
+            RULE_TALLY[outcome.extraction_rule]["right" if got == expect else "wrong"] += 1
+        if got == expect:
+            agree += 1
+            continue
+        line = f"[{case['shape']}] expect {expect} got {got} ({outcome.extraction_rule}): {case['output'][:80]!r}"
+        disagreements.append(line)
+        if got is not None and expect is not None:
+            misread.append(line)
+    rate = agree / len(cases)
+    assert len(misread) <= max_misread * len(cases), "decisions read as the wrong class:\n" + "\n".join(misread)
+    assert rate >= min_agreement, f"{name}: agreement {rate:.3f}\n" + "\n".join(disagreements)
