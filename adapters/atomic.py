@@ -217,7 +217,9 @@ def exchange_supported() -> bool:
 # --------------------------------------------------------------------------- test hook
 
 
-def _pause(step: str, parent: Path) -> None:
+def pause_point(step: str, parent: Path) -> None:
+    """The test hook: stop at ``step`` when ``SAFETYREPRO_TEST_PAUSE_AT`` names it (also used by
+    the runner between journaled chunks: ``after-chunk-<n>``)."""
     if os.environ.get(PAUSE_ENV) != step:
         return
     (parent / f".paused-{step}").write_text(str(os.getpid()), encoding="utf-8")
@@ -231,7 +233,7 @@ def _remove_old(path: Path, parent: Path) -> None:
             if files:
                 os.unlink(os.path.join(folder, files[0]))
                 break
-        _pause("during-cleanup", parent)
+        pause_point("during-cleanup", parent)
     _remove(path)
 
 
@@ -313,7 +315,7 @@ def publish_dir(staging: Path, target: Path, *, use_exchange: bool | None = None
                           "choose another --out, or move that file away")
     try:
         sync_tree(staging)
-        _pause("before-swap", parent)
+        pause_point("before-swap", parent)
         if not os.path.lexists(target):
             os.rename(staging, target)  # atomic; nothing to replace, so no journal needed
             fsync_dir(parent)
@@ -332,13 +334,13 @@ def _publish_over(staging: Path, target: Path, use_exchange: bool | None) -> Non
     journal = {"mode": "exchange" if exchange else "rename", "new": staging.name,
                "new_ino": os.stat(staging).st_ino, "old": old.name}
     _write_marker(target, journal)
-    _pause("after-marker", parent)
+    pause_point("after-marker", parent)
 
     if exchange:
         if _exchange(staging, target):
-            _pause("after-exchange", parent)
+            pause_point("after-exchange", parent)
             fsync_dir(parent)
-            _pause("before-cleanup", parent)
+            pause_point("before-cleanup", parent)
             _remove_old(staging, parent)  # the old results now sit at the staging name
             _marker(target).unlink()
             fsync_dir(parent)
@@ -353,7 +355,7 @@ def _publish_over(staging: Path, target: Path, use_exchange: bool | None) -> Non
     except OSError:
         _marker(target).unlink()  # nothing moved
         raise
-    _pause("after-first-rename", parent)
+    pause_point("after-first-rename", parent)
     fsync_dir(parent)
     try:
         os.rename(staging, target)
@@ -362,9 +364,9 @@ def _publish_over(staging: Path, target: Path, use_exchange: bool | None) -> Non
         _marker(target).unlink()
         fsync_dir(parent)
         raise
-    _pause("after-second-rename", parent)
+    pause_point("after-second-rename", parent)
     fsync_dir(parent)
-    _pause("before-cleanup", parent)
+    pause_point("before-cleanup", parent)
     _remove_old(old, parent)
     _marker(target).unlink()  # last: while it exists, recover knows which content target holds
     fsync_dir(parent)

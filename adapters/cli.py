@@ -179,11 +179,12 @@ def data_fetch(benchmark: Annotated[Optional[list[str]], typer.Argument(help="Be
     from . import _registry
     from .datafiles import download, resolve_data_dir
 
+    chosen = [_registry.get_benchmark(n) for n in benchmark] if benchmark else list(_registry.all_benchmarks().values())
     source = resolve_data_dir(None) if not os.environ.get("SAFETYREPRO_DATA_DIR") else None
     if source is None:
         raise SafetyReproError("SAFETYREPRO_DATA_DIR is set, so nothing is downloaded",
                                "unset it to fetch into the cache")
-    for bench in [_registry.get_benchmark(n) for n in benchmark] if benchmark else _registry.all_benchmarks().values():
+    for bench in chosen:
         download(bench.files, source)
         console.print(f"{bench.name}: verified in {source.root}")
 

@@ -51,8 +51,10 @@ class Journal:
         self._prev = ""
         self._seq = 0
 
-    def open(self) -> Resumed:
-        """Read what is there (checking chain and plan prefix), then make it ready to append."""
+    def open(self, align: int = 1) -> Resumed:
+        """Read what is there (checking chain and plan prefix), keep the longest prefix whose
+        length is a multiple of ``align`` (a run that works in chunks redoes a partial chunk, so
+        it computes exactly what an uninterrupted run would), and make it ready to append."""
         notes: list[str] = []
         bodies: list[dict[str, Any]] = []
         header = {"format": FORMAT, "anchor": self.anchor, "plan_sha256": _digest({"plan": self.plan})}
@@ -67,21 +69,29 @@ class Journal:
                 raise ConfigError(f"journal {self.path} belongs to another configuration or plan",
                                   "rerun with the configuration that wrote it, or pass --overwrite to start over")
             self._prev = entries[0]["sha256"]
+            ends = [len(line) + 1 for line in complete]
             for n, entry in enumerate(entries[1:]):
                 body = {k: entry.get(k) for k in ("seq", "key", "prev", "body")}
                 if entry.get("sha256") != _digest(body) or entry.get("prev") != self._prev or entry.get("seq") != n:
                     raise ConfigError(f"journal {self.path} entry {n} breaks the hash chain (edited or spliced)",
                                       "pass --overwrite to start over; the journal cannot be trusted")
+                self._prev = entry["sha256"]
                 if n >= len(self.plan) or entry["key"] != self.plan[n]:
                     expected = self.plan[n] if n < len(self.plan) else "the end of the plan"
                     raise ConfigError(f"journal {self.path} entry {n} is {entry['key']!r}, the plan expects {expected!r}",
                                       "pass --overwrite to start over")
-                self._prev = entry["sha256"]
                 bodies.append(entry["body"])
-            self._seq = len(bodies)
-            if torn:
+            keep = len(bodies) - len(bodies) % max(align, 1)
+            if keep < len(bodies):
+                notes.append(f"{self.path}: dropped {len(bodies) - keep} record(s) of an unfinished chunk; "
+                             "they are recomputed")
+            bodies = bodies[:keep]
+            self._prev = entries[keep]["sha256"]
+            self._seq = keep
+            size = sum(ends[: keep + 1])
+            if size < len(raw):
                 with open(self.path, "r+b") as handle:
-                    handle.truncate(len(raw) - len(torn))
+                    handle.truncate(size)
                     os.fsync(handle.fileno())
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -101,7 +111,8 @@ class Journal:
 
     def _write_line(self, entry: dict[str, Any]) -> None:
         with open(self.path, "ab") as handle:
-            handle.write(json.dumps(entry, sort_keys=True, separators=(",", ":")).encode() + b"\n")
+            # Key order is kept as given (records keep their field order); hashes use sorted keys.
+            handle.write(json.dumps(entry, separators=(",", ":")).encode() + b"\n")
             handle.flush()
             os.fsync(handle.fileno())
 

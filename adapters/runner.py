@@ -133,7 +133,14 @@ def run(
     journal, done = None, []
     if out_path is not None:
         journal = Journal(journal_path(out_path, config), config.config_hash(), [c.item.id for c in cell.items])
-        resumed = journal.open()
+        try:
+            resumed = journal.open(align=config.batch_size)
+        except ConfigError as exc:
+            if not overwrite:
+                raise
+            (notify or print)(f"discarding an unusable journal ({exc.what}) because of --overwrite")
+            journal.remove()
+            resumed = journal.open(align=config.batch_size)
         for note in resumed.notes:
             (notify or print)(note)
         done = [ItemRecord.model_validate(body) for body in resumed.bodies]
@@ -161,6 +168,8 @@ def run(
                     journal.append(record.item_id, record.model_dump(mode="json"))
             records.extend(part)
             bar.update(len(part))
+            if out_path is not None:
+                atomic.pause_point(f"after-chunk-{start // chunk}", out_path.parent)
     metrics = bench.measure(records, seed=config.seed, n_resamples=config.n_resamples)
     summary = {
         "config": config.model_dump(mode="json"),

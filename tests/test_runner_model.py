@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from safetyrepro.adapters import build_config, run
+from safetyrepro.adapters.extract import UNPARSED_RULES
 from safetyrepro.lm_eval_tasks.agreement import LL_TOLERANCE, top_two_margin
 
 BENCHMARKS = ["truthfulqa", "bbq", "toxigen", "crows_pairs", "xstest"]
@@ -48,7 +49,7 @@ def test_matrix_end_to_end(name: str, style: str, scoring: str, lm, tmp_path: Pa
             assert (data["raw_output"] is not None) == (style == "cot")
         else:
             assert data["raw_output"] is not None and data["loglikelihoods"] is None
-            assert (data["prediction"] is None) == (data["extraction_rule"] in ("unparsed", "empty"))
+            assert (data["prediction"] is None) == (data["extraction_rule"] in UNPARSED_RULES)
         if name == "crows_pairs":
             assert data["correct"] is None and data["gold"] is None
         else:
