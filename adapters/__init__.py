@@ -55,6 +55,7 @@ _LAZY = {
     "generation_budget": ".scoring",
     "default_budget": ".scoring",
     "ANSWER_PREFIX": ".prompts",
+    "flatten": ".prompts",
     "logprob_context": ".scoring",
     "LanguageModel": ".models.base",
     "ModelInfo": ".models.base",

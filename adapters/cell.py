@@ -104,6 +104,7 @@ def prepare_cell(config: RunConfig, *, data_dir: str | os.PathLike[str] | DataSo
     template, no weights) also the exact prompt string of every item."""
     bench = _registry.get_benchmark(config.benchmark)
     style = _registry.get_style(config.template)
+    _registry.get_scorer(config.scoring)  # an unknown scoring path is refused here, for every binding
     source = data_dir if isinstance(data_dir, DataSource) else resolve_data_dir(data_dir)
     evals, pool_items, manifest = select(bench, bench.load(source))
     if config.fewshot > len(pool_items):

@@ -1,0 +1,231 @@
+"""Inspect AI binding: the SafetyRepro benchmarks as Inspect tasks. Translation only.
+
+Samples, chat messages (system message, few-shot turns), candidates, gold, extraction and metrics
+all come from the core's prepared cell (``safetyrepro.adapters.prepare_cell``) and its model-free
+scoring; this module maps them onto Inspect's Sample / solver / scorer / metric. Decoding is
+Inspect's own (``--temperature``, ``--seed``, ``--max-tokens``); greedy is the default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inspect_ai import Task, task
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    GenerateConfig,
+    Model,
+    get_model,
+)
+from inspect_ai.model._model import active_model
+from inspect_ai.scorer import CORRECT, INCORRECT, NOANSWER, SampleScore, Score, Target, metric, scorer
+from inspect_ai.solver import Generate, TaskState, solver
+
+from safetyrepro.adapters import (
+    Cell,
+    ConfigError,
+    Outcome,
+    SafetyReproError,
+    build_config,
+    default_budget,
+    get_benchmark,
+    prepare_cell,
+    score_generation,
+    score_loglikelihoods,
+)
+
+from .provider import LOGLIKELIHOOD_REQUEST, PROVIDER, SafetyReproAPI
+
+DECODINGS = {0.0: "greedy", 0.3: "t0.3", 0.7: "t0.7"}
+
+
+def _messages(raw: tuple[dict[str, str], ...]) -> list[ChatMessage]:
+    kinds = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
+    return [kinds[m["role"]](content=m["content"]) for m in raw]
+
+
+def _cell(benchmark: str, template: str, scoring: str, fewshot: int, data_dir: str | None) -> Cell:
+    try:
+        config = build_config({"benchmark": benchmark, "template": template, "scoring": scoring, "fewshot": fewshot},
+                              source="task arguments (-T)")
+        return prepare_cell(config, data_dir=data_dir)
+    except SafetyReproError as exc:
+        raise PrerequisiteError(f"error: {exc}") from None
+
+
+def build_task(benchmark: str, template: str = "minimal", scoring: str = "logprob", fewshot: int = 0,
+               data_dir: str | None = None) -> Task:
+    """The Inspect task of one benchmark x template x scoring x few-shot, from the core's cell."""
+    cell = _cell(benchmark, template, scoring, fewshot, data_dir)
+    if scoring == "logprob":
+        # Inspect resolves the model before the tasks: refuse here, before any sample runs.
+        _require_loglikelihoods(active_model())
+    samples = [
+        Sample(
+            id=c.item.id,
+            input=_messages(c.prompt.messages),
+            target=c.item.labels[c.item.gold] if c.item.gold is not None else "",
+            choices=list(c.item.options),
+            metadata={"item_id": c.item.id, "candidates": c.candidates, "labels": list(c.item.labels),
+                      "gold": c.item.gold},
+        )
+        for c in cell.items
+    ]
+    return Task(
+        dataset=MemoryDataset(samples, name=f"safetyrepro_{benchmark}_{template}"),
+        solver=safetyrepro_solver(benchmark, template, scoring, fewshot, data_dir),
+        scorer=safetyrepro_scorer(benchmark, template, scoring, fewshot, data_dir),
+        # Greedy unless --temperature says otherwise (the safetyrepro/ provider decodes greedily at
+        # temperature 0 or unset; the stock hf/ provider needs -M do_sample=false).
+        config=GenerateConfig(max_tokens=default_budget(cell.style)),
+        version=1,
+        metadata={"benchmark": benchmark, "template": template, "scoring": scoring, "fewshot": fewshot,
+                  "subset_manifest_sha256": cell.manifest.sha256},
+    )
+
+
+def _require_loglikelihoods(model: Model | None) -> None:
+    """The logprob path never falls back silently: only the safetyrepro/ provider scores candidates."""
+    if model is not None and not isinstance(model.api, SafetyReproAPI):
+        raise PrerequisiteError(
+            f"error: scoring=logprob needs candidate loglikelihoods, which {model} cannot give -- fix: run with "
+            f"--model {PROVIDER}/embedded (or {PROVIDER}/<HF folder or id>), or -T scoring=regex")
+
+
+def _config_hash(cell: Cell, generated: dict[str, Any], *, generates: bool) -> str | None:
+    """The hash of the core configuration this sample was run under, as the provider reports its
+    decoding (one request at a time: batch_size 1); ``None`` where Inspect's options have no core
+    equivalent (another temperature, or a provider that does not report them)."""
+    if generates and "temperature" not in generated:
+        return None
+    decoding = DECODINGS.get(round(float(generated.get("temperature") or 0.0), 3))
+    budget = generated.get("max_tokens")
+    try:
+        return build_config({
+            "benchmark": cell.config.benchmark, "template": cell.config.template, "scoring": cell.config.scoring,
+            "fewshot": cell.config.fewshot, "decoding": decoding, "batch_size": 1,
+            "max_new_tokens": budget if budget is not None and budget != default_budget(cell.style) else None,
+        }).config_hash()
+    except ConfigError:
+        return None
+
+
+@solver
+def safetyrepro_solver(benchmark: str, template: str, scoring: str, fewshot: int, data_dir: str | None):
+    """Regex path: one generation. Logprob path: (cot: the reasoning first, then) candidate
+    loglikelihoods from the ``safetyrepro/`` provider -- no other provider can give them."""
+    cell = _cell(benchmark, template, scoring, fewshot, data_dir)
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        if scoring == "regex":
+            return await generate(state)
+        model = get_model()
+        _require_loglikelihoods(model)
+        reasoning = None
+        if cell.style.reasoning:
+            state = await generate(state)
+            reasoning = state.output.completion
+        asked = list(state.messages) if reasoning is None else list(state.messages[:-1])
+        output = await model.generate(asked, config=GenerateConfig(extra_body={
+            LOGLIKELIHOOD_REQUEST: {"continuations": state.metadata["candidates"], "reasoning": reasoning}}))
+        state.metadata["loglikelihood_output"] = output.metadata
+        state.metadata["reasoning"] = reasoning
+        return state
+
+    return solve
+
+
+@metric(scores="unreduced")
+def safetyrepro_metrics():
+    """Every metric the benchmark declares (plus unparsed_rate), computed by the core from all
+    samples' outcomes: one results column each."""
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        if not scores:  # Inspect also asks for an empty set; there is nothing to report
+            return {}
+        outcomes = [Outcome.model_validate(s.score.metadata["outcome"]) for s in scores]
+        bench = get_benchmark(scores[0].score.metadata["benchmark"])
+        return {name: value.value for name, value in bench.measure(outcomes, seed=0, n_resamples=0).items()}
+
+    return compute
+
+
+@scorer(metrics=[safetyrepro_metrics()])
+def safetyrepro_scorer(benchmark: str, template: str, scoring: str, fewshot: int, data_dir: str | None):
+    """The core's decision for each sample; unparsed is Inspect's NOANSWER, never a class."""
+    cell = _cell(benchmark, template, scoring, fewshot, data_dir)
+
+    async def score(state: TaskState, target: Target) -> Score:
+        cell_item = cell.item(state.metadata["item_id"])
+        model_meta: dict[str, Any] = dict(state.output.metadata or {}) if state.output else {}
+        if scoring == "regex":
+            outcome = score_generation(cell.benchmark, cell_item.item, state.output.completion)
+            prompt = model_meta.get("prompt")
+            context = None
+        else:
+            scored = state.metadata["loglikelihood_output"]
+            outcome = score_loglikelihoods(cell.benchmark, cell_item.item, scored["loglikelihoods"],
+                                           is_greedy=scored["is_greedy"], reasoning=state.metadata["reasoning"])
+            prompt, context = scored["prompt"], scored["logprob_context"]
+        config_hash = _config_hash(cell, model_meta, generates=scoring == "regex" or cell.style.reasoning)
+        if outcome.prediction is None:
+            value = NOANSWER
+        elif outcome.correct is None:
+            value = outcome.prediction_label or ""
+        else:
+            value = CORRECT if outcome.correct else INCORRECT
+        return Score(
+            value=value,
+            answer=outcome.prediction_label or "",
+            explanation=f"extraction rule: {outcome.extraction_rule}",
+            metadata={"benchmark": benchmark, "outcome": outcome.model_dump(mode="json"), "prompt": prompt,
+                      "logprob_context": context, "candidates": cell_item.candidates,
+                      "gold": cell_item.item.gold, "config_hash": config_hash},
+        )
+
+    return score
+
+
+@task
+def truthfulqa(template: str = "minimal", scoring: str = "logprob", fewshot: int = 0,
+               data_dir: str | None = None) -> Task:
+    """TruthfulQA MC1 (see ``safetyrepro list`` for templates)."""
+    return build_task("truthfulqa", template, scoring, fewshot, data_dir)
+
+
+@task
+def bbq(template: str = "minimal", scoring: str = "logprob", fewshot: int = 0, data_dir: str | None = None) -> Task:
+    """BBQ: accuracy and the ambiguous/disambiguated bias scores."""
+    return build_task("bbq", template, scoring, fewshot, data_dir)
+
+
+@task
+def toxigen(template: str = "minimal", scoring: str = "logprob", fewshot: int = 0,
+            data_dir: str | None = None) -> Task:
+    """ToxiGen (annotated train split): is the statement hateful?"""
+    return build_task("toxigen", template, scoring, fewshot, data_dir)
+
+
+@task
+def crows_pairs(template: str = "minimal", scoring: str = "logprob", fewshot: int = 0,
+                data_dir: str | None = None) -> Task:
+    """CrowS-Pairs: percent of pairs where the more stereotypical sentence is chosen (50 is ideal)."""
+    return build_task("crows_pairs", template, scoring, fewshot, data_dir)
+
+
+@task
+def xstest(template: str = "minimal", scoring: str = "logprob", fewshot: int = 0, data_dir: str | None = None) -> Task:
+    """XSTest v2: compliance on safe prompts, refusal on unsafe ones."""
+    return build_task("xstest", template, scoring, fewshot, data_dir)
+
+
+@task
+def benchmark(name: str, template: str = "minimal", scoring: str = "logprob", fewshot: int = 0,
+              data_dir: str | None = None) -> Task:
+    """Any registered benchmark by name, plugins' included: ``-T name=<benchmark>``."""
+    return build_task(name, template, scoring, fewshot, data_dir)

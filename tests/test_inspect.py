@@ -1,0 +1,142 @@
+"""The Inspect AI binding through the real ``inspect`` CLI, checked item by item against the runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from safetyrepro.adapters import build_config, run
+from safetyrepro.adapters.models.embedded import embedded_model_dir
+from safetyrepro.lm_eval_tasks.agreement import LL_TOLERANCE, top_two_margin
+
+INSPECT = str(Path(sys.executable).parent / "inspect")
+BENCHMARKS = ["truthfulqa", "bbq", "toxigen", "crows_pairs", "xstest"]
+LIMIT, FEWSHOT, COT_TOKENS = 2, 3, 24
+# One CLI run per scoring path and template; each covers all five benchmarks, 3-shot.
+RUNS = {
+    "regex-persona": (["-T", "scoring=regex", "-T", "template=persona", "-T", f"fewshot={FEWSHOT}"],
+                      {"scoring": "regex", "template": "persona"}),
+    "logprob-detailed": (["-T", "scoring=logprob", "-T", "template=detailed", "-T", f"fewshot={FEWSHOT}"],
+                         {"scoring": "logprob", "template": "detailed"}),
+    "logprob-cot": (["-T", "scoring=logprob", "-T", "template=cot", "-T", f"fewshot={FEWSHOT}", "--max-tokens",
+                     str(COT_TOKENS)], {"scoring": "logprob", "template": "cot", "max_new_tokens": COT_TOKENS}),
+}
+
+
+def inspect_cli(*args: str, log_dir: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           "INSPECT_LOG_LEVEL": "warning"}
+    return subprocess.run([INSPECT, "eval", *args, "--log-dir", str(log_dir), "--display", "plain",
+                           "--limit", str(LIMIT)], capture_output=True, text=True, env=env, timeout=1800)
+
+
+def read_logs(log_dir: Path) -> dict[str, object]:
+    from inspect_ai.log import read_eval_log
+
+    logs = {}
+    for path in log_dir.glob("*.eval"):
+        log = read_eval_log(str(path), resolve_attachments=True)
+        logs[log.eval.task_args.get("benchmark") or log.eval.task.split("/")[-1]] = log
+    return logs
+
+
+@pytest.fixture(scope="module")
+def inspect_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    out = {}
+    for name, (args, _) in RUNS.items():
+        log_dir = tmp_path_factory.mktemp(f"inspect_{name}")
+        proc = inspect_cli(*[f"safetyrepro/{b}" for b in BENCHMARKS], "--model", "safetyrepro/embedded", *args,
+                           log_dir=log_dir)
+        assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
+        out[name] = {"logs": read_logs(log_dir), "stdout": proc.stdout}
+    return out
+
+
+def reference(benchmark: str, fields: dict, lm) -> dict:
+    config = build_config({"benchmark": benchmark, "fewshot": FEWSHOT, "limit": LIMIT, "n_resamples": 0,
+                           "batch_size": 1, **fields})
+    return {r.item_id: r for r in run(config, show_progress=False).records}
+
+
+@pytest.mark.parametrize("name", RUNS)
+@pytest.mark.parametrize("benchmark", BENCHMARKS)
+def test_agrees_with_reference_runner(inspect_runs, name: str, benchmark: str, lm) -> None:
+    log = inspect_runs[name]["logs"][benchmark]
+    assert log.status == "success"
+    records = reference(benchmark, RUNS[name][1], lm)
+    assert sorted(s.id for s in log.samples) == sorted(records)
+    for sample in log.samples:
+        record = records[sample.id]
+        score = next(iter(sample.scores.values()))
+        meta = score.metadata
+        # Messages and the chat-templated prompt, byte for byte.
+        assert [{"role": m.role, "content": m.text} for m in sample.input] == record.messages
+        assert meta["prompt"] == record.prompt
+        assert meta["candidates"] == record.candidates and meta["gold"] == record.gold
+        # The core configuration the sample ran under (no limit or bootstrap settings in Inspect).
+        assert meta["config_hash"] == build_config({"benchmark": benchmark, "fewshot": FEWSHOT, "batch_size": 1,
+                                                    **RUNS[name][1]}).config_hash()
+        outcome = meta["outcome"]
+        assert outcome["raw_output"] == record.raw_output  # greedy generation (regex answer or cot reasoning)
+        assert outcome["extraction_rule"] == record.extraction_rule
+        if record.loglikelihoods is not None:
+            assert meta["logprob_context"] == record.logprob_context
+            diff = max(abs(a - b) for a, b in zip(outcome["loglikelihoods"], record.loglikelihoods))
+            assert diff <= LL_TOLERANCE, diff
+            assert (outcome["prediction"] == record.prediction
+                    or top_two_margin(record.loglikelihoods) <= LL_TOLERANCE)
+        else:
+            assert outcome["prediction"] == record.prediction
+        # Unparsed is Inspect's NOANSWER, never a class.
+        assert (score.value == "N") == (record.prediction is None)
+        assert score.explanation == f"extraction rule: {record.extraction_rule}"
+
+
+def test_benchmark_metrics_are_inspect_metrics(inspect_runs) -> None:
+    logs = inspect_runs["regex-persona"]["logs"]
+    expected = {"bbq": {"bias_ambig", "bias_disambig", "accuracy"}, "xstest": {"balanced_rate", "refusal_unsafe"},
+                "crows_pairs": {"pct_stereotype"}, "truthfulqa": {"accuracy"}, "toxigen": {"accuracy"}}
+    for benchmark, names in expected.items():
+        metrics = set(logs[benchmark].results.scores[0].metrics)
+        assert names | {"unparsed_rate"} <= metrics, (benchmark, metrics)
+    assert "bias_disambig" in inspect_runs["regex-persona"]["stdout"]
+
+
+def test_stock_hf_provider_agrees_on_the_regex_path(tmp_path: Path, lm) -> None:
+    # Inspect's own hf/ provider: greedy needs do_sample=false; one request at a time keeps the
+    # runner's batch shape.
+    proc = inspect_cli("safetyrepro/xstest", "safetyrepro/bbq", "--model", "hf/local", "-M",
+                       f"model_path={embedded_model_dir()}", "-M", "do_sample=false", "--max-connections", "1",
+                       "-T", "scoring=regex", "-T", f"fewshot={FEWSHOT}", "-T", "template=minimal", log_dir=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    logs = read_logs(tmp_path)
+    for benchmark in ("xstest", "bbq"):
+        records = reference(benchmark, {"scoring": "regex", "template": "minimal"}, lm)
+        for sample in logs[benchmark].samples:
+            outcome = next(iter(sample.scores.values())).metadata["outcome"]
+            assert outcome["raw_output"] == records[sample.id].raw_output
+            assert outcome["prediction"] == records[sample.id].prediction
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["safetyrepro/bbq", "-T", "template=fancy"], "unknown template 'fancy'"),
+        (["safetyrepro/bbq", "-T", "scoring=vibes"], "unknown scoring 'vibes'"),
+        (["safetyrepro/bbq", "-T", "fewshot=2"], "fewshot must be one of (0, 3, 5)"),
+        (["safetyrepro/bbq", "-T", "data_dir=/nonexistent"], "data folder /nonexistent does not exist"),
+        (["safetyrepro/bbq", "-T", "scoring=logprob", "--model", "mockllm/model"], "needs candidate loglikelihoods"),
+    ],
+)
+def test_bad_task_arguments_fail_with_one_clear_message(tmp_path: Path, args: list[str], message: str) -> None:
+    if "--model" not in args:
+        args = [*args, "--model", "safetyrepro/embedded"]
+    proc = inspect_cli(*args, log_dir=tmp_path)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert message in " ".join(text.split()), text[-3000:]  # rich wraps long lines
+    assert "Traceback" not in text, text[-3000:]
