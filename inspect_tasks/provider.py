@@ -74,6 +74,11 @@ class SafetyReproAPI(ModelAPI):
                        config: GenerateConfig) -> tuple[ModelOutput, ModelCall]:
         lm = self.lm
         assert lm is not None
+        if config.top_p not in (None, 1.0) or config.top_k not in (None, 0):
+            from inspect_ai._util.error import PrerequisiteError
+
+            raise PrerequisiteError("error: the safetyrepro/ provider samples with pure temperature, as the core does "
+                                    "-- fix: drop --top-p/--top-k (use --temperature 0.3 or 0.7)")
         messages = [{"role": m.role, "content": m.text} for m in input]
         prompt = lm.context_for(messages, flatten(messages))
         request = (config.extra_body or {}).get(LOGLIKELIHOOD_REQUEST)

@@ -140,3 +140,19 @@ def test_bad_task_arguments_fail_with_one_clear_message(tmp_path: Path, args: li
     assert proc.returncode != 0
     assert message in " ".join(text.split()), text[-3000:]  # rich wraps long lines
     assert "Traceback" not in text, text[-3000:]
+
+
+def test_eval_set_and_nf4_through_the_provider(tmp_path: Path) -> None:
+    from inspect_ai.log import read_eval_log
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    proc = subprocess.run([INSPECT, "eval-set", "safetyrepro/toxigen", "safetyrepro/crows_pairs", "--model",
+                           "safetyrepro/embedded", "-M", "quantization=nf4", "--limit", "1", "--log-dir",
+                           str(tmp_path), "--display", "plain"], capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    logs = [read_eval_log(str(p)) for p in tmp_path.glob("*.eval")]
+    assert sorted(log.eval.task for log in logs) == ["safetyrepro/crows_pairs", "safetyrepro/toxigen"]
+    for log in logs:
+        assert log.status == "success" and log.eval.model_args == {"quantization": "nf4"}
+        meta = next(iter(log.samples[0].scores.values())).metadata
+        assert len(meta["outcome"]["loglikelihoods"]) == len(meta["candidates"])
