@@ -5,7 +5,6 @@ Every bad input ends in one line on stderr (``error: ... -- fix: ...``) and exit
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -228,9 +227,13 @@ def _note(message: str) -> None:
 
 def _usage_error(exc: BaseException) -> str | None:
     """The one-line message of a command-line usage error, from typer's bundled click or click."""
-    from typer._click import exceptions as typer_click
+    kinds: tuple[type, ...] = ()
+    try:  # typer >= 0.22 bundles its own click; older ones use the click package
+        from typer._click import exceptions as typer_click
 
-    kinds: tuple[type, ...] = (typer_click.ClickException,)
+        kinds += (typer_click.ClickException,)
+    except ImportError:  # pragma: no cover - depends on the typer version
+        pass
     try:
         import click
 

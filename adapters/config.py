@@ -59,9 +59,9 @@ class RunConfig(BaseModel):
     n_resamples: int = Field(default=1000, ge=0, le=100_000)
     """Bootstrap resamples per metric (0 disables intervals)."""
     batch_size: int = Field(default=8, ge=1, le=512)
-    """Sequences per forward pass (generation and loglikelihood). In fp32 results move by < 1e-5
-    with it; with NF4 on CPUs with AVX512-BF16 by up to ~3e-2 (docs/scoring.md), so it is part
-    of the configuration."""
+    """Sequences per forward pass (generation and loglikelihood). In fp32 loglikelihoods move by up
+    to 1.5e-5 with it; with NF4 on CPUs with AVX512-BF16 by up to ~3e-2 (docs/scoring.md), so it
+    is part of the configuration."""
     extraction: Literal["standard", "xstest-strmatch"] = "standard"
     """Regex-path readout: SafetyRepro's rules (``extract.py``), or, for XSTest only, XSTest's
     published string match (every non-refusal counts as compliance; for fidelity to upstream)."""
@@ -118,8 +118,7 @@ def build_config(data: dict[str, Any], *, source: str = "arguments") -> RunConfi
             f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {' '.join(str(err['msg']).split())}"
             for err in exc.errors()
         )
-        raise ConfigError(f"invalid configuration in {source}: {problems}",
-                          "correct the named fields (see `safetyrepro run --help`)") from None
+        raise ConfigError(f"invalid configuration in {source}: {problems}", "correct the named fields") from None
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:

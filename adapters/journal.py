@@ -64,22 +64,25 @@ class Journal:
             complete, torn = lines[:-1], lines[-1]
             if torn:
                 notes.append(f"{self.path}: cut a torn last entry ({len(torn)} bytes) left by an interrupted run")
+            if not complete:  # killed while writing the header: nothing was recorded
+                self.path.unlink()
+                return self.open(align)
             entries = [self._parse(line, n) for n, line in enumerate(complete)]
             if not entries or entries[0] != {"header": header, "sha256": _digest({"header": header})}:
-                raise ConfigError(f"journal {self.path} belongs to another configuration or plan",
-                                  "rerun with the configuration that wrote it, or pass --overwrite to start over")
+                raise ConfigError(f"journal {self.path} belongs to another configuration, model or plan",
+                                  "rerun with what wrote it, or pass --overwrite to discard it and start over")
             self._prev = entries[0]["sha256"]
             ends = [len(line) + 1 for line in complete]
             for n, entry in enumerate(entries[1:]):
                 body = {k: entry.get(k) for k in ("seq", "key", "prev", "body")}
                 if entry.get("sha256") != _digest(body) or entry.get("prev") != self._prev or entry.get("seq") != n:
                     raise ConfigError(f"journal {self.path} entry {n} breaks the hash chain (edited or spliced)",
-                                      "pass --overwrite to start over; the journal cannot be trusted")
+                                      "pass --overwrite to discard it and start over; the journal cannot be trusted")
                 self._prev = entry["sha256"]
                 if n >= len(self.plan) or entry["key"] != self.plan[n]:
                     expected = self.plan[n] if n < len(self.plan) else "the end of the plan"
                     raise ConfigError(f"journal {self.path} entry {n} is {entry['key']!r}, the plan expects {expected!r}",
-                                      "pass --overwrite to start over")
+                                      "pass --overwrite to discard it and start over")
                 bodies.append(entry["body"])
             keep = len(bodies) - len(bodies) % max(align, 1)
             if keep < len(bodies):
@@ -104,9 +107,10 @@ class Journal:
             entry = json.loads(line)
         except ValueError:
             raise ConfigError(f"journal {self.path} line {n + 1} is not JSON (edited or corrupted)",
-                              "pass --overwrite to start over") from None
+                              "pass --overwrite to discard it and start over") from None
         if not isinstance(entry, dict):
-            raise ConfigError(f"journal {self.path} line {n + 1} is not an entry", "pass --overwrite to start over")
+            raise ConfigError(f"journal {self.path} line {n + 1} is not an entry",
+                              "pass --overwrite to discard it and start over")
         return entry
 
     def _write_line(self, entry: dict[str, Any]) -> None:

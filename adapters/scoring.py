@@ -15,6 +15,7 @@ two request-shaping rules a binding needs besides the prepared cell.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -22,7 +23,7 @@ from collections.abc import Callable, Sequence
 from .benchmarks.base import Benchmark
 from .cell import Cell, CellItem
 from .config import RunConfig
-from .extract import ANSWER_MARKER, EXTRACTION_VERSION, extract, xstest_strmatch
+from .extract import EXTRACTION_VERSION, extract, xstest_strmatch
 from .items import Item
 from .models.base import LanguageModel
 from .prompts import ANSWER_PREFIX, Style
@@ -46,10 +47,15 @@ def default_budget(style: Style) -> int:
     return REASONING_MAX_NEW_TOKENS if style.reasoning else DIRECT_MAX_NEW_TOKENS
 
 
+REASONING_MARKER = re.compile(r"(?:final\s+answer|answer)\s*(?:is|would\s+be|:|：|-)\s*", re.IGNORECASE)
+"""Where cot reasoning is cut: the first "Answer:" / "answer is" (also full-width ``：``). Narrower
+than the extractor's markers on purpose: "I would choose to look at..." is reasoning, not a verdict."""
+
+
 def cut_reasoning(text: str) -> str:
     """Reasoning up to (not including) its first answer marker, so the model's own answer is not
     part of the context the candidates are scored after."""
-    match = ANSWER_MARKER.search(text)
+    match = REASONING_MARKER.search(text)
     return (text[: match.start()] if match else text).rstrip()
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 
@@ -46,12 +47,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=12, help="items per benchmark")
     parser.add_argument("--quantization", nargs="+", default=["none", "nf4"])
-    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--threads", default="1,2,all", help="thread counts; 'all' = every CPU core")
     parser.add_argument("--batches", default="1,2,4,8,16")
     args = parser.parse_args()
     for quant in args.quantization:
         runs = []
         for threads in args.threads.split(","):
+            threads = str(os.cpu_count() or 1) if threads == "all" else threads
             proc = subprocess.run([sys.executable, "-c", CHILD, threads, quant, str(args.items), args.batches],
                                   capture_output=True, text=True, check=True)
             runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))

@@ -32,16 +32,22 @@ from inspect_ai.model._model_info import MODEL_INFO_LOOKUP_API_KEY
 from inspect_ai.tool import ToolChoice, ToolInfo
 
 from safetyrepro.adapters import ModelSpec, flatten, load_model, logprob_context
+from safetyrepro.adapters.config import RunConfig
 from safetyrepro.adapters.models.embedded import MAX_LENGTH
+from safetyrepro.adapters.scoring import DIRECT_MAX_NEW_TOKENS
 
 LOGLIKELIHOOD_REQUEST = "safetyrepro_loglikelihood"
 PROVIDER = "safetyrepro"
 
 
-def _seed(seed: int | None, prompt: str) -> int:
+DEFAULT_SEED = RunConfig.model_fields["seed"].default
+"""The core's default seed, used (and recorded) when Inspect's ``--seed`` is not given."""
+
+
+def _seed(seed: int, prompt: str) -> int:
     """A sampling seed per request, from the run's seed and the prompt: independent of the order
     in which Inspect happens to schedule samples."""
-    return int.from_bytes(hashlib.sha256(f"{seed or 0}:{prompt}".encode()).digest()[:8], "big") >> 1
+    return int.from_bytes(hashlib.sha256(f"{seed}:{prompt}".encode()).digest()[:8], "big") >> 1
 
 
 class SafetyReproAPI(ModelAPI):
@@ -61,11 +67,12 @@ class SafetyReproAPI(ModelAPI):
 
             raise PrerequisiteError(f"error: unknown model argument(s) {sorted(unknown)} for safetyrepro/ -- fix: "
                                     "use -M quantization=none|nf4, -M dtype=float32, -M chat=true|false")
-        spec = ModelSpec(name_or_path=model_name, **model_args)
-        self.lm = load_model(spec)
+        self.spec = ModelSpec(name_or_path=model_name, **model_args)
+        self.lm = load_model(self.spec)
+        set_model_info(f"{PROVIDER}/{model_name}", ModelInfo(context_length=self.lm.max_length))
 
     def max_tokens(self) -> int | None:
-        return 32
+        return DIRECT_MAX_NEW_TOKENS
 
     def max_connections(self) -> int:
         return 1
@@ -94,15 +101,18 @@ class SafetyReproAPI(ModelAPI):
                 import torch
 
                 temperature = float(config.temperature or 0.0)
-                budget = config.max_tokens or 32
-                seed = _seed(config.seed, prompt)
+                budget = config.max_tokens or DIRECT_MAX_NEW_TOKENS
+                run_seed = config.seed if config.seed is not None else DEFAULT_SEED
+                seed = _seed(run_seed, prompt)
 
                 def work() -> str:
                     torch.manual_seed(seed)
                     return lm.generate([prompt], temperature=temperature, max_new_tokens=budget, batch_size=1)[0]
 
                 text = await anyio.to_thread.run_sync(work)
-                metadata = {"prompt": prompt, "temperature": temperature, "max_tokens": budget, "seed": seed}
+                metadata = {"prompt": prompt, "temperature": temperature, "max_tokens": budget, "run_seed": run_seed,
+                            "seed": seed}
+        metadata["model_spec"] = self.spec.model_dump(mode="json")
         output = ModelOutput(model=self.model_name, metadata={**metadata, "model": lm.info.as_dict()},
                              choices=[ChatCompletionChoice(message=ChatMessageAssistant(
                                  content=text, model=self.model_name, source="generate"), stop_reason="stop")])

@@ -39,9 +39,11 @@ from safetyrepro.adapters import (
     score_loglikelihoods,
 )
 
+from safetyrepro.adapters.config import DECODING_TEMPERATURE
+
 from .provider import LOGLIKELIHOOD_REQUEST, PROVIDER, SafetyReproAPI
 
-DECODINGS = {0.0: "greedy", 0.3: "t0.3", 0.7: "t0.7"}
+DECODINGS = {temperature: name for name, temperature in DECODING_TEMPERATURE.items()}
 
 
 def _messages(raw: tuple[dict[str, str], ...]) -> list[ChatMessage]:
@@ -97,20 +99,23 @@ def _require_loglikelihoods(model: Model | None) -> None:
             f"--model {PROVIDER}/embedded (or {PROVIDER}/<HF folder or id>), or -T scoring=regex")
 
 
-def _config_hash(cell: Cell, generated: dict[str, Any], *, generates: bool) -> str | None:
-    """The hash of the core configuration this sample was run under, as the provider reports its
-    decoding (one request at a time: batch_size 1); ``None`` where Inspect's options have no core
-    equivalent (another temperature, or a provider that does not report them)."""
-    if generates and "temperature" not in generated:
+def _config_hash(cell: Cell, reported: dict[str, Any], *, generates: bool) -> str | None:
+    """The hash of the core configuration this sample ran under, as the safetyrepro/ provider
+    reports it (model spec, decoding, budget, seed; one request at a time: batch_size 1). ``None``
+    where there is no core equivalent: another provider, or a temperature the core has no name for."""
+    if "model_spec" not in reported or (generates and "temperature" not in reported):
         return None
-    decoding = DECODINGS.get(round(float(generated.get("temperature") or 0.0), 3))
-    budget = generated.get("max_tokens")
+    decoding = DECODINGS.get(round(float(reported.get("temperature") or 0.0), 3))
+    budget = reported.get("max_tokens")
+    fields: dict[str, Any] = {
+        "benchmark": cell.config.benchmark, "template": cell.config.template, "scoring": cell.config.scoring,
+        "fewshot": cell.config.fewshot, "decoding": decoding, "batch_size": 1, "model": reported["model_spec"],
+        "max_new_tokens": budget if budget is not None and budget != default_budget(cell.style) else None,
+    }
+    if reported.get("run_seed") is not None:
+        fields["seed"] = reported["run_seed"]
     try:
-        return build_config({
-            "benchmark": cell.config.benchmark, "template": cell.config.template, "scoring": cell.config.scoring,
-            "fewshot": cell.config.fewshot, "decoding": decoding, "batch_size": 1,
-            "max_new_tokens": budget if budget is not None and budget != default_budget(cell.style) else None,
-        }).config_hash()
+        return build_config(fields).config_hash()
     except ConfigError:
         return None
 
@@ -172,7 +177,9 @@ def safetyrepro_scorer(benchmark: str, template: str, scoring: str, fewshot: int
             outcome = score_loglikelihoods(cell.benchmark, cell_item.item, scored["loglikelihoods"],
                                            is_greedy=scored["is_greedy"], reasoning=state.metadata["reasoning"])
             prompt, context = scored["prompt"], scored["logprob_context"]
-        config_hash = _config_hash(cell, model_meta, generates=scoring == "regex" or cell.style.reasoning)
+        generates = scoring == "regex" or cell.style.reasoning
+        reported = model_meta if generates else state.metadata.get("loglikelihood_output") or {}
+        config_hash = _config_hash(cell, reported, generates=generates)
         if outcome.prediction is None:
             value = NOANSWER
         elif outcome.correct is None:

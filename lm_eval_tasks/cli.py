@@ -34,7 +34,7 @@ def lm_eval_command(
     from . import include_path
 
     cfg = build_config({"benchmark": "bbq", "fewshot": fewshot, "decoding": decoding, "limit": limit,
-                        "model": {"quantization": quantization}})  # validates the values
+                        "model": {"quantization": quantization}}, source="lm-eval command options")
     parts = ["lm_eval", "run", "--model", "hf", "--model_args", f"pretrained={weights_path(cfg.model)},dtype=float32",
              "--include_path", str(include_path()), "--tasks", tasks, "--num_fewshot", str(cfg.fewshot),
              "--apply_chat_template", "--log_samples", "--output_path", "lm_eval_out"]

@@ -9,7 +9,6 @@ exactly; ``process_results`` uses the core's extraction and the aggregations the
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 

@@ -188,7 +188,6 @@ def test_kill_at_every_step(tmp_path: Path, kill_mode: str, step: str) -> None:
     mode = kill_mode
     expected = STEPS[step][0]
     target = _old_target(tmp_path)
-    started = time.monotonic()
     _kill_at(target, mode, step)
     left = sorted(os.listdir(target.parent))
     if step == "after-first-rename":
@@ -203,7 +202,6 @@ def test_kill_at_every_step(tmp_path: Path, kill_mode: str, step: str) -> None:
         assert any(f"kept the {kept} results" in m for m in messages), messages
     assert all(str(target) in m for m in messages)
     assert recover(target) == []
-    assert time.monotonic() - started < 2
 
 
 def test_kill_first_publish_before_rename(tmp_path: Path, mode: str) -> None:

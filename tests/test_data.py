@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from safetyrepro.adapters import DataError, all_benchmarks, get_benchmark
-from safetyrepro.adapters.subsets import select
 from safetyrepro.adapters.datafiles import FILES, resolve_data_dir
 from safetyrepro.adapters.subsets import build_manifest, load_manifest, select
 

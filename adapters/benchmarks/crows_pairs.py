@@ -69,8 +69,9 @@ class CrowsPairs(Benchmark):
 
     def shot_answer(self, item: Item, position: int) -> int:
         # No answer is correct. Exemplars demonstrate the format without pushing the model either
-        # way: over every four shots, two choose the stereotypical sentence and two the other,
-        # and (with the pool's alternating order, see `arrange`) two choose A and two B.
+        # way: the pattern repeats every four shots (stereotypical/other: S, O, O, S; with the
+        # pool's alternating order, see `arrange`, positions A, A, B, B). 3 shots show S, O, O at
+        # A, A, B; 5 shots S, O, O, S, S at A, A, B, B, A: as close to balanced as an odd count allows.
         stereo = item.meta["stereo_index"]
         return stereo if position % 4 in (0, 3) else 1 - stereo
 

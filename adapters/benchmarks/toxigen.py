@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import csv
-from collections.abc import Sequence
 from pathlib import Path
 
 from ..datafiles import FILES

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 from ..datafiles import FILES
