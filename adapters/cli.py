@@ -136,12 +136,15 @@ def demo_cmd(
 
 @app.command("list")
 def list_cmd() -> None:
-    """Registered benchmarks, template styles and scoring paths."""
+    """Registered benchmarks (with their metrics), template styles and scoring paths."""
     from . import _registry
 
-    for kind, table in (("benchmarks", _registry.all_benchmarks()), ("templates", _registry.all_styles()),
-                        ("scoring", _registry.all_scorers())):
-        console.print(f"{kind}: {', '.join(table)}")
+    for bench in _registry.all_benchmarks().values():
+        metrics = ", ".join(f"{s.name}{' (primary)' if s.primary else ''}" for s in bench.all_metric_specs())
+        console.print(f"benchmark {bench.name}: {bench.title}; metrics: {metrics}")
+    for style in _registry.all_styles().values():
+        console.print(f"template {style.name}: {style.description or '(no description)'}")
+    console.print(f"scoring: {', '.join(_registry.all_scorers())}")
 
 
 @app.command("subsets")
