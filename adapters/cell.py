@@ -7,6 +7,7 @@ and exemplar choice cannot drift between them.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -90,12 +91,17 @@ class Cell:
         """The cell restricted to items ``start:stop`` (for chunked, resumable scoring)."""
         return replace(self, items=self.items[start:stop])
 
+    @functools.cached_property
+    def _by_id(self) -> dict[str, CellItem]:
+        return {c.item.id: c for c in self.items}
+
     def item(self, item_id: str) -> CellItem:
-        for cell_item in self.items:
-            if cell_item.item.id == item_id:
-                return cell_item
-        raise ConfigError(f"item {item_id!r} is not in the {self.benchmark.name} subset",
-                          "use an id from the subset manifest")
+        """The evaluated item with this id (bindings look items up once per sample)."""
+        try:
+            return self._by_id[item_id]
+        except KeyError:
+            raise ConfigError(f"item {item_id!r} is not in the {self.benchmark.name} subset",
+                              "use an id from the subset manifest") from None
 
 
 def prepare_cell(config: RunConfig, *, data_dir: str | os.PathLike[str] | DataSource | None = None,

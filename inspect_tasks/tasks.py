@@ -8,6 +8,7 @@ Inspect's own (``--temperature``, ``--seed``, ``--max-tokens``); greedy is the d
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from inspect_ai import Task, task
@@ -51,7 +52,9 @@ def _messages(raw: tuple[dict[str, str], ...]) -> list[ChatMessage]:
     return [kinds[m["role"]](content=m["content"]) for m in raw]
 
 
+@functools.lru_cache(maxsize=32)
 def _cell(benchmark: str, template: str, scoring: str, fewshot: int, data_dir: str | None) -> Cell:
+    """The core's prepared cell, once per argument set (the task, its solver and its scorer share it)."""
     try:
         config = build_config({"benchmark": benchmark, "template": template, "scoring": scoring, "fewshot": fewshot},
                               source="task arguments (-T)")

@@ -9,6 +9,7 @@ exactly; ``process_results`` uses the core's extraction and the aggregations the
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -29,15 +30,30 @@ from safetyrepro.adapters import (
     score_loglikelihoods,
 )
 
-_CELLS: dict[tuple[str, str, str | None], Cell] = {}
-_DATASETS: dict[tuple[str, str, str | None], Any] = {}
-
-
 def _cell(benchmark: str, template: str, data_dir: str | None) -> Cell:
-    key = (benchmark, template, data_dir or os.environ.get("SAFETYREPRO_DATA_DIR"))
-    if key not in _CELLS:
-        _CELLS[key] = prepare_cell(build_config({"benchmark": benchmark, "template": template}), data_dir=data_dir)
-    return _CELLS[key]
+    return _prepared(benchmark, template, data_dir or os.environ.get("SAFETYREPRO_DATA_DIR"))
+
+
+@functools.cache
+def _prepared(benchmark: str, template: str, data_dir: str | None) -> Cell:
+    """One prepared cell per (benchmark, template, data folder) in the process."""
+    return prepare_cell(build_config({"benchmark": benchmark, "template": template}), data_dir=data_dir)
+
+
+@functools.cache
+def _datasets(benchmark: str, template: str, data_dir: str | None, env_data_dir: str | None) -> Any:
+    """The task's documents; keyed by the environment's data folder too, which a None data_dir means."""
+    import datasets
+
+    cell = _prepared(benchmark, template, data_dir or env_data_dir)
+    # lm-eval needs some target index even where no option is correct (CrowS-Pairs): 0.
+    test = [_doc(cell, c.item.id, c.user_turn, list(c.answer_strings),
+                 c.item.gold if c.item.gold is not None else 0, data_dir) for c in cell.items]
+    shots = [_doc(cell, e.item.id, e.user_turn,
+                  [cell.benchmark.answer_string(e.item, i) for i in range(len(e.item.options))], e.answer,
+                  data_dir) for e in cell.pool]
+    return datasets.DatasetDict({"test": datasets.Dataset.from_list(test),
+                                 "fewshot": datasets.Dataset.from_list(shots)})
 
 
 def _doc(cell: Cell, item_id: str, query: str, choices: list[str], target: int, data_dir: str | None) -> dict[str, Any]:
@@ -61,25 +77,10 @@ def load_docs(benchmark: str | None = None, template: str | None = None, data_di
     ``benchmark`` and ``template`` come from the task's ``metadata``; ``data_dir`` from
     ``--metadata '{"data_dir": ...}'`` or ``SAFETYREPRO_DATA_DIR``.
     """
-    import datasets
-
     if not benchmark or not template:
         raise ConfigError("a safetyrepro lm-eval task needs metadata benchmark and template",
                           "use the generated task YAMLs (python -m safetyrepro.lm_eval_tasks.generate)")
-    key = (benchmark, template, data_dir or os.environ.get("SAFETYREPRO_DATA_DIR"))
-    if key not in _DATASETS:
-        cell = _cell(benchmark, template, data_dir)
-        # lm-eval needs some target index even where no option is correct (CrowS-Pairs): 0.
-        test = [_doc(cell, c.item.id, c.user_turn, list(c.answer_strings),
-                     c.item.gold if c.item.gold is not None else 0, data_dir) for c in cell.items]
-        shots = [_doc(cell, e.item.id, e.user_turn,
-                      [cell.benchmark.answer_string(e.item, i) for i in range(len(e.item.options))], e.answer,
-                      data_dir) for e in cell.pool]
-        _DATASETS[key] = datasets.DatasetDict({
-            "test": datasets.Dataset.from_list(test),
-            "fewshot": datasets.Dataset.from_list(shots),
-        })
-    return _DATASETS[key]
+    return _datasets(benchmark, template, data_dir, os.environ.get("SAFETYREPRO_DATA_DIR"))
 
 
 def _item(doc: dict[str, Any]):
