@@ -1,1 +1,2 @@
-"""Reserved for a later slice; holds no benchmark knowledge (see adapters/)."""
+"""Cross-harness comparison: each harness's output read back per item (`readers`) and compared
+item by item (`agreement`). Holds no benchmark knowledge (see adapters/)."""

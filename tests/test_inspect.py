@@ -11,7 +11,7 @@ import pytest
 
 from safetyrepro.adapters import build_config, run
 from safetyrepro.adapters.models.embedded import embedded_model_dir
-from safetyrepro.lm_eval_tasks.agreement import LL_TOLERANCE, top_two_margin
+from safetyrepro.crosspkg.agreement import LL_TOLERANCE, top_two_margin
 
 INSPECT = str(Path(sys.executable).parent / "inspect")
 BENCHMARKS = ["truthfulqa", "bbq", "toxigen", "crows_pairs", "xstest"]

@@ -13,7 +13,8 @@ import pytest
 from safetyrepro.adapters import build_config, run
 from safetyrepro.adapters.models.embedded import embedded_model_dir, nf4_checkpoint
 from safetyrepro.lm_eval_tasks import include_path
-from safetyrepro.lm_eval_tasks.agreement import compare, find_samples, read_samples, summary_line
+from safetyrepro.crosspkg.agreement import compare, summary_line
+from safetyrepro.crosspkg.readers import find_lm_eval_samples, read_lm_eval_samples
 from safetyrepro.lm_eval_tasks.generate import render
 
 LM_EVAL = str(Path(sys.executable).parent / "lm_eval")
@@ -90,11 +91,11 @@ def test_agrees_with_reference_runner(agreement_run, cell: tuple[str, str, str],
     config = build_config({"benchmark": b, "template": t, "scoring": s, "fewshot": FEWSHOT, "limit": LIMIT,
                            "n_resamples": 0, "batch_size": 1})
     records = run(config, show_progress=False).records
-    harness = read_samples(find_samples(out, task(*cell)))
+    harness = read_lm_eval_samples(find_lm_eval_samples(out, task(*cell)))
     agreement = compare(task(*cell), harness, records)
     assert agreement.ok, summary_line(agreement) + "\n" + "\n".join(agreement.differences)
     # The samples log carries what crosspkg needs.
-    sample = json.loads(find_samples(out, task(*cell)).read_text().splitlines()[0])
+    sample = json.loads(find_lm_eval_samples(out, task(*cell)).read_text().splitlines()[0])
     payload = next(v for v in sample.values() if isinstance(v, dict) and "prediction" in v)
     assert {"item_id", "prediction", "prediction_label", "correct", "extraction_rule", "meta"} <= set(payload)
     assert {"item_id", "query", "choices", "target", "system"} <= set(sample["doc"])
@@ -128,7 +129,7 @@ def test_nf4_checkpoint_through_the_stock_hf_model(tmp_path: Path, lm) -> None:
                                    "model": {"quantization": "nf4"}}), show_progress=False)
         assert result.summary["model"]["weights_path"] == str(folder)
         assert result.summary["model"]["runtime"]["nf4_cpu_kernel"] in ("bf16-packed", "fp32-dequantize")
-        harness = read_samples(find_samples(tmp_path, task(name, "minimal", "logprob")))
+        harness = read_lm_eval_samples(find_lm_eval_samples(tmp_path, task(name, "minimal", "logprob")))
         agreement = compare(f"nf4-{name}", harness, result.records)
         assert agreement.ok, summary_line(agreement) + "\n" + "\n".join(agreement.differences)
 

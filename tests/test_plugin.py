@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from safetyrepro.adapters import all_benchmarks, all_styles, build_config, register_plugin, run, unregister_plugin
-from safetyrepro.lm_eval_tasks.agreement import compare, find_samples, read_samples, summary_line
+from safetyrepro.crosspkg.agreement import compare, summary_line
+from safetyrepro.crosspkg.readers import find_lm_eval_samples, read_lm_eval_samples
 
 CAPITALS = [("France", "Paris", "Rome"), ("Italy", "Rome", "Madrid"), ("Spain", "Madrid", "Paris"),
             ("Japan", "Tokyo", "Seoul"), ("Korea", "Seoul", "Tokyo"), ("Egypt", "Cairo", "Lima"),
@@ -159,7 +160,7 @@ def test_plugin_gets_native_lm_eval_tasks(installed, lm, tmp_path: Path) -> None
         records = run(build_config({"benchmark": "capitals", "template": "terse", "scoring": scoring, "fewshot": 3,
                                     "limit": 2, "n_resamples": 0, "batch_size": 1}),
                       data_dir=data, show_progress=False).records
-        agreement = compare(name, read_samples(find_samples(tmp_path / "out", name)), records)
+        agreement = compare(name, read_lm_eval_samples(find_lm_eval_samples(tmp_path / "out", name)), records)
         assert agreement.ok, summary_line(agreement) + "\n" + "\n".join(agreement.differences)
 
 

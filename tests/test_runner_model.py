@@ -10,7 +10,7 @@ import pytest
 
 from safetyrepro.adapters import build_config, run
 from safetyrepro.adapters.extract import UNPARSED_RULES
-from safetyrepro.lm_eval_tasks.agreement import LL_TOLERANCE, top_two_margin
+from safetyrepro.crosspkg.agreement import LL_TOLERANCE, top_two_margin
 
 BENCHMARKS = ["truthfulqa", "bbq", "toxigen", "crows_pairs", "xstest"]
 STYLES = ["minimal", "persona", "detailed", "cot"]

@@ -1,0 +1,83 @@
+"""Each harness's own output, read back into :class:`~.agreement.HarnessItem` per item.
+
+* lm-eval: the ``--log_samples`` JSONL (``samples_<task>_<time>.jsonl``);
+* HELM: a run folder's ``scenario_state.json`` (requests, references with their ``correct``
+  tags, completions, echoed token logprobs) and the SafetyRepro annotation on each request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from .agreement import HarnessItem
+
+
+def read_lm_eval_samples(path: Path) -> dict[str, HarnessItem]:
+    """Items of one ``samples_<task>_<time>.jsonl`` file, by item id."""
+    items: dict[str, HarnessItem] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        sample = json.loads(line)
+        payload = next(v for v in sample.values() if isinstance(v, dict) and "prediction" in v)
+        args = [sample["arguments"][k] for k in sorted(sample["arguments"], key=lambda k: int(k.rsplit("_", 1)[1]))]
+        scored = [a for a in args if isinstance(a["arg_1"], str)]
+        generation = [a for a in args if not isinstance(a["arg_1"], str)]
+        items[payload["item_id"]] = HarnessItem(
+            item_id=payload["item_id"],
+            generation_prompt=generation[0]["arg_0"] if generation else None,
+            scoring_contexts=[a["arg_0"] for a in scored],
+            candidates=[a["arg_1"] for a in scored],
+            loglikelihoods=payload.get("loglikelihoods"),
+            raw_output=payload.get("raw_output"),
+            prediction=payload["prediction"],
+            extraction_rule=payload["extraction_rule"],
+        )
+    return items
+
+
+def find_lm_eval_samples(output_path: Path, task: str) -> Path:
+    matches = sorted(output_path.rglob(f"samples_{task}_*.jsonl"))
+    if not matches:
+        raise FileNotFoundError(f"no lm-eval samples for {task} under {output_path}")
+    return matches[-1]
+
+
+def read_helm_run(run_dir: Path) -> dict[str, HarnessItem]:
+    """Items of one HELM run folder (``benchmark_output/runs/<suite>/<run>``), by item id.
+
+    Prompts, candidates and gold come from HELM's own requests and references; the scoring
+    context of a separate-adapter request is its prompt without the candidate it ends with (the
+    cot x logprob echo requests are the annotator's, so their context is the one it recorded)."""
+    state = json.loads((run_dir / "scenario_state.json").read_text(encoding="utf-8"))
+    by_item: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for request_state in state["request_states"]:
+        by_item[request_state["instance"]["id"]].append(request_state)
+    items: dict[str, HarnessItem] = {}
+    for item_id, states in by_item.items():
+        instance = states[0]["instance"]
+        references = [r["output"]["text"] for r in instance["references"]]
+        correct = [i for i, r in enumerate(instance["references"]) if "correct" in r.get("tags", [])]
+        record = states[0].get("annotations", {}).get("safetyrepro", {})
+        generation = [s for s in states if s.get("reference_index") is None]
+        contexts = []
+        for s in states:
+            if s.get("reference_index") is not None:
+                prompt, candidate = s["request"]["prompt"], references[s["reference_index"]]
+                contexts.append(prompt[: -len(candidate)] if prompt.endswith(candidate) else prompt)
+        if generation and record.get("loglikelihoods") is not None:
+            contexts = [record["logprob_context"]] * len(references)
+        completions = (generation[0].get("result") or {}).get("completions") or [] if generation else []
+        items[item_id] = HarnessItem(
+            item_id=item_id,
+            generation_prompt=generation[0]["request"]["prompt"] if generation else None,
+            scoring_contexts=contexts,
+            candidates=references,
+            loglikelihoods=record.get("loglikelihoods"),
+            raw_output=completions[0]["text"] if completions else None,
+            prediction=record.get("prediction"),
+            extraction_rule=record.get("extraction_rule", "missing"),
+            gold=correct[0] if correct else None,
+        )
+    return items
