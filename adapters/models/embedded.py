@@ -17,6 +17,7 @@ from ..datafiles import cache_root, sha256_of
 from ..errors import ConfigError
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+NF4_SOURCE = "SAFETYREPRO_NF4_SOURCE"
 MAX_LENGTH = 8192  # SmolLM2's context; the GGUF tokenizer says 1e30, which HELM rejects.
 
 
@@ -94,6 +95,8 @@ def nf4_checkpoint(model_dir: Path) -> Path:
         source = model_dir / "SOURCE_GGUF_SHA256"
         if source.is_file():
             shutil.copyfile(source, staging / source.name)
+        # Which folder was quantised: a harness that loads this copy (HELM) reports the model by it.
+        (staging / NF4_SOURCE).write_text(str(model_dir.expanduser().resolve() if model_dir.exists() else model_dir) + "\n")
         staging.rename(target)
     finally:
         if staging.exists():

@@ -98,6 +98,19 @@ class ChatFormatter:
     def encode(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
+    def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        """The context's tokens and the continuation's, split as lm-eval's HFLM splits them:
+        trailing context spaces move to the continuation, and the continuation's tokens are those
+        of ``encode(context + continuation)`` after the context's. Bindings that read a harness's
+        echoed prompt logprobs use this to know which tokens a candidate owns."""
+        spaces = len(context) - len(context.rstrip())
+        if spaces:
+            continuation = context[-spaces:] + continuation
+            context = context[:-spaces]
+        whole = self.encode(context + continuation)
+        context_ids = self.encode(context)
+        return context_ids, whole[len(context_ids) :]
+
 
 class HFLanguageModel:
     """A transformers causal LM on CPU (or the first GPU when there is one)."""
@@ -175,15 +188,6 @@ class HFLanguageModel:
         return outputs
 
     # ---- loglikelihood -------------------------------------------------------------------
-    def _encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
-        spaces = len(context) - len(context.rstrip())
-        if spaces:
-            continuation = context[-spaces:] + continuation
-            context = context[:-spaces]
-        whole = self.encode(context + continuation)
-        context_ids = self.encode(context)
-        return context_ids, whole[len(context_ids) :]
-
     def loglikelihood(
         self,
         requests: Sequence[tuple[str, str]],
@@ -200,7 +204,7 @@ class HFLanguageModel:
             batch = requests[start : start + batch_size]
             rows, spans, targets = [], [], []
             for context, continuation in batch:
-                context_ids, continuation_ids = self._encode_pair(context, continuation)
+                context_ids, continuation_ids = self.formatter.encode_pair(context, continuation)
                 if not continuation_ids:
                     raise ConfigError(f"candidate {continuation!r} encodes to no tokens", "use a non-empty candidate")
                 if not context_ids:
