@@ -164,6 +164,27 @@ def test_plugin_gets_native_lm_eval_tasks(installed, lm, tmp_path: Path) -> None
         assert agreement.ok, summary_line(agreement) + "\n" + "\n".join(agreement.differences)
 
 
+def test_plugin_gets_a_helm_run_entry(installed, lm, tmp_path: Path) -> None:
+    """helm-run finds safetyrepro_capitals (and the terse style) through the entry points alone."""
+    _, data, env = installed
+    from safetyrepro.adapters.models.embedded import embedded_model_dir
+    from safetyrepro.crosspkg.readers import read_helm_run
+
+    proc = _cli(env, "helm", "prod-env", "--out", str(tmp_path / "prod_env"), "--model", str(embedded_model_dir()))
+    assert proc.returncode == 0, proc.stderr
+    helm = subprocess.run(
+        [str(Path(sys.executable).parent / "helm-run"), "--run-entries",
+         "safetyrepro_capitals:template=terse,scoring=logprob,fewshot=3,limit=2,model=safetyrepro/smollm2-135m-instruct",
+         "--suite", "plugin", "--max-eval-instances", "2", "--local-path", "prod_env"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=1200)
+    assert helm.returncode == 0, helm.stderr[-3000:]
+    records = run(build_config({"benchmark": "capitals", "template": "terse", "scoring": "logprob", "fewshot": 3,
+                                "limit": 2, "n_resamples": 0, "batch_size": 1}), data_dir=data, show_progress=False).records
+    folder = next((tmp_path / "benchmark_output" / "runs" / "plugin").glob("safetyrepro_capitals:*"))
+    agreement = compare("helm-capitals", read_helm_run(folder), records)
+    assert agreement.ok, summary_line(agreement) + "\n" + "\n".join(agreement.differences)
+
+
 def test_plugin_gone_after_unregister(installed) -> None:
     from safetyrepro.adapters import _registry
 

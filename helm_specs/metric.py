@@ -1,0 +1,81 @@
+"""The core's benchmark metrics as HELM stats.
+
+Per instance: ``correct`` (where the benchmark has a correct answer), ``unparsed``, the predicted
+option, and whether HELM's prompt and candidate tokens were the core's. Aggregated: every metric
+the benchmark declares (BBQ bias scores, XSTest rates, CrowS-Pairs pct_stereotype, ...) and
+``unparsed_rate``, computed by ``Benchmark.measure`` over all items -- several are not means of
+per-item numbers, so they cannot come from HELM's default mean aggregation -- each with its
+bootstrap interval as ``<name>_ci_low`` / ``<name>_ci_high``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from helm.benchmark.adaptation.scenario_state import ScenarioState
+from helm.benchmark.metrics.metric import MetricInterface, MetricResult, PerInstanceStats
+from helm.benchmark.metrics.metric_name import MetricName
+from helm.benchmark.metrics.metric_service import MetricService
+from helm.benchmark.metrics.statistic import Stat
+from helm.benchmark.scenarios.scenario import TEST_SPLIT
+
+from safetyrepro.adapters import Outcome, get_benchmark
+
+from .annotator import NAME
+
+
+def _stat(name: str, value: float | None) -> Stat:
+    return Stat(MetricName(name, split=TEST_SPLIT)).add(value)
+
+
+class SafetyReproMetric(MetricInterface):
+    """Reads the annotator's records; computes nothing the core does not."""
+
+    def __init__(self, benchmark: str, seed: int = 1234, n_resamples: int = 1000) -> None:
+        self.benchmark = benchmark
+        self.seed = seed
+        self.n_resamples = n_resamples
+
+    def evaluate(self, scenario_state: ScenarioState, metric_service: MetricService, eval_cache_path: str,
+                 parallelism: int) -> MetricResult:
+        records: dict[tuple[str, int], dict[str, Any]] = {}
+        for state in scenario_state.request_states:
+            record = (state.annotations or {}).get(NAME)
+            if record is None:
+                raise RuntimeError(f"item {state.instance.id} has no SafetyRepro annotation; the run spec "
+                                   "must list the SafetyRepro annotator")
+            records.setdefault((str(state.instance.id), state.train_trial_index), record)
+        per_trial: dict[int, list[Outcome]] = defaultdict(list)
+        per_instance = []
+        for (item_id, trial), record in records.items():
+            outcome = Outcome.model_validate(record["outcome"])
+            per_trial[trial].append(outcome)
+            stats = [_stat("unparsed", outcome.prediction is None),
+                     _stat("prompt_matches_core", bool(record.get("prompt_matches_core"))),
+                     _stat("config_matches_request", record.get("config_hash") is not None)]
+            if outcome.correct is not None:
+                stats.append(_stat("correct", outcome.correct))
+            if outcome.prediction is not None:
+                stats.append(_stat("prediction", outcome.prediction))
+            if "helm_native_prediction" in record:
+                stats.append(_stat("helm_native_rule_agrees", record["helm_native_prediction"] == outcome.prediction))
+            if "candidate_tokens_match_core" in record:
+                stats.append(_stat("candidate_tokens_match_core", bool(record["candidate_tokens_match_core"])))
+            per_instance.append(PerInstanceStats(instance_id=item_id, perturbation=None, train_trial_index=trial,
+                                                 stats=stats))
+        bench = get_benchmark(self.benchmark)
+        aggregated: dict[str, Stat] = {}
+        for trial, outcomes in sorted(per_trial.items()):
+            for name, value in bench.measure(outcomes, seed=self.seed, n_resamples=self.n_resamples).items():
+                for key, number in ((name, value.value), (f"{name}_ci_low", value.ci_low),
+                                    (f"{name}_ci_high", value.ci_high)):
+                    aggregated.setdefault(key, Stat(MetricName(key, split=TEST_SPLIT))).add(number)
+        # The per-item checks, averaged: 1.0 means every prompt / candidate was the core's.
+        for check in ("prompt_matches_core", "candidate_tokens_match_core", "config_matches_request",
+                      "helm_native_rule_agrees"):
+            values = [s for p in per_instance for s in p.stats if s.name.name == check]
+            if values:
+                aggregated[check] = _stat(check, sum(s.sum for s in values) / len(values))
+        aggregated["num_items"] = _stat("num_items", len(records))
+        return MetricResult(aggregated_stats=list(aggregated.values()), per_instance_stats=per_instance)

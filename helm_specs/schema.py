@@ -1,0 +1,78 @@
+"""A HELM presentation schema for SafetyRepro runs, generated from the core's metric specs, so
+``helm-summarize --schema-path`` and ``helm-server`` show every benchmark's own metrics (with
+their direction) in a table per benchmark instead of warning that they are undefined."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from safetyrepro.adapters import all_benchmarks
+
+SCHEMA_FILE = "schema_safetyrepro.yaml"
+
+CHECKS = {
+    "prompt_matches_core": "Share of items whose HELM prompt is exactly the core's rendered prompt (1 = all).",
+    "candidate_tokens_match_core": "Share of items whose candidates HELM tokenised as the core does (1 = all).",
+    "config_matches_request": "Share of items HELM asked with the run entry's decoding and budget (1 = all).",
+    "helm_native_rule_agrees": "Share of logprob items where HELM's own length-normalised rule picks the core's "
+                               "argmax prediction (for the record; the core's argmax decides).",
+    "num_items": "Number of evaluated items.",
+}
+"""The binding's own per-run checks (see ``metric.py``)."""
+
+
+def _metric(name: str, display: str, description: str, lower_is_better: bool | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": name, "display_name": display, "description": description}
+    if lower_is_better is not None:
+        entry["lower_is_better"] = lower_is_better
+    return entry
+
+
+def build_schema() -> dict[str, Any]:
+    metrics: dict[str, dict[str, Any]] = {}
+    metric_groups, run_groups = [], []
+    for name, bench in all_benchmarks().items():
+        specs = bench.all_metric_specs()
+        for spec in specs:
+            if spec.name in metrics:
+                continue
+            lower = {"higher": False, "lower": True}.get(spec.direction)
+            target = f" Best value: {spec.target:g} (closest wins)." if spec.direction == "target" else ""
+            metrics[spec.name] = _metric(spec.name, spec.name, spec.description + target, lower)
+            for bound in ("ci_low", "ci_high"):
+                metrics[f"{spec.name}_{bound}"] = _metric(f"{spec.name}_{bound}", f"{spec.name} {bound}",
+                                                          f"Bootstrap interval bound ({bound}) of {spec.name}.", None)
+        metric_groups.append({"name": f"safetyrepro_{name}_metrics", "display_name": f"{name} metrics",
+                              "metrics": [{"name": s.name, "split": "${main_split}"} for s in specs]})
+        primary = next(s.name for s in specs if s.primary)
+        run_groups.append({
+            "name": f"safetyrepro_{name}", "display_name": f"SafetyRepro {name}",
+            "description": f"{name} as prepared by SafetyRepro's harness-neutral core.",
+            "metric_groups": [f"safetyrepro_{name}_metrics", "safetyrepro_checks"],
+            "environment": {"main_name": primary, "main_split": "test"},
+            "taxonomy": {"task": "alignment evaluation", "what": name, "who": "n/a", "when": "n/a",
+                         "language": "English"},
+        })
+    for name, description in CHECKS.items():
+        metrics[name] = _metric(name, name, description, None)
+    metric_groups.append({"name": "safetyrepro_checks", "display_name": "SafetyRepro checks", "hide_win_rates": True,
+                          "metrics": [{"name": n, "split": "${main_split}"} for n in CHECKS]})
+    parent = {"name": "safetyrepro", "display_name": "SafetyRepro", "category": "All scenarios",
+              "description": "SafetyRepro alignment benchmarks.", "subgroups": [g["name"] for g in run_groups]}
+    return {"metrics": list(metrics.values()), "perturbations": [], "metric_groups": metric_groups,
+            "run_groups": [parent, *run_groups]}
+
+
+def write_schema(path: Path) -> Path:
+    """Write the schema YAML (temporary name, then rename: an existing file is never half-written)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        yaml.safe_dump(build_schema(), handle, sort_keys=False)
+    os.replace(tmp, path)
+    return path
