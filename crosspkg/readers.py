@@ -65,10 +65,11 @@ def read_helm_run(run_dir: Path) -> dict[str, HarnessItem]:
         for s in states:
             if s.get("reference_index") is not None:
                 prompt, candidate = s["request"]["prompt"], references[s["reference_index"]]
-                contexts.append(prompt[: -len(candidate)] if prompt.endswith(candidate) else prompt)
+                contexts.append(prompt[: len(prompt) - len(candidate)] if candidate and prompt.endswith(candidate)
+                                else prompt)
         if generation and record.get("loglikelihoods") is not None:
             contexts = [record["logprob_context"]] * len(references)
-        completions = (generation[0].get("result") or {}).get("completions") or [] if generation else []
+        completions = ((generation[0].get("result") or {}).get("completions") or []) if generation else []
         items[item_id] = HarnessItem(
             item_id=item_id,
             generation_prompt=generation[0]["request"]["prompt"] if generation else None,
@@ -81,3 +82,63 @@ def read_helm_run(run_dir: Path) -> dict[str, HarnessItem]:
             gold=correct[0] if correct else None,
         )
     return items
+
+
+def read_inspect_log(path: Path) -> dict[str, HarnessItem]:
+    """Items of one Inspect ``.eval`` log of a SafetyRepro task, by item id: the exact prompt the
+    ``safetyrepro/`` provider reported, the candidates, gold and the core's outcome as the scorer
+    recorded them."""
+    from inspect_ai.log import read_eval_log
+
+    log = read_eval_log(str(path), resolve_attachments=True)
+    items: dict[str, HarnessItem] = {}
+    for sample in log.samples or []:
+        meta = next(iter(sample.scores.values())).metadata if sample.scores else {}
+        outcome = meta.get("outcome") or {}
+        context = meta.get("logprob_context")
+        candidates = list(meta.get("candidates") or [])
+        generates = outcome.get("raw_output") is not None
+        items[str(sample.id)] = HarnessItem(
+            item_id=str(sample.id),
+            generation_prompt=meta.get("prompt") if generates else None,
+            scoring_contexts=[context] * len(candidates) if context is not None else [],
+            candidates=candidates,
+            loglikelihoods=outcome.get("loglikelihoods"),
+            raw_output=outcome.get("raw_output"),
+            prediction=outcome.get("prediction"),
+            extraction_rule=outcome.get("extraction_rule", "missing"),
+            gold=meta.get("gold"),
+        )
+    return items
+
+
+def inspect_logs(log_dir: Path) -> dict[str, Path]:
+    """The newest ``.eval`` log of each SafetyRepro task in a log folder, by benchmark."""
+    from inspect_ai.log import read_eval_log
+
+    found: dict[str, tuple[str, Path]] = {}
+    for path in sorted(log_dir.glob("*.eval")):
+        header = read_eval_log(str(path), header_only=True)
+        benchmark = header.eval.task_args.get("name") or header.eval.task.split("/")[-1]
+        created = str(header.eval.created)
+        if benchmark not in found or created > found[benchmark][0]:
+            found[benchmark] = (created, path)
+    return {b: p for b, (_, p) in found.items()}
+
+
+def reference_items(records: list[Any]) -> dict[str, HarnessItem]:
+    """The reference runner's records as harness items (what every harness is compared with)."""
+    return {
+        r.item_id: HarnessItem(
+            item_id=r.item_id,
+            generation_prompt=r.prompt if r.raw_output is not None else None,
+            scoring_contexts=[r.logprob_context] * len(r.candidates) if r.logprob_context is not None else [],
+            candidates=list(r.candidates),
+            loglikelihoods=r.loglikelihoods,
+            raw_output=r.raw_output,
+            prediction=r.prediction,
+            extraction_rule=r.extraction_rule,
+            gold=r.gold,
+        )
+        for r in records
+    }

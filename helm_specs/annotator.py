@@ -12,6 +12,7 @@ loglikelihoods, the configuration hash.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Any
 
@@ -21,12 +22,14 @@ from helm.common.request import Request
 
 from safetyrepro.adapters import (
     Cell,
+    ConfigError,
     Outcome,
     SafetyReproError,
     generation_budget,
     logprob_context,
     score_generation,
     score_loglikelihoods,
+    score_prediction,
 )
 
 from . import translate
@@ -47,7 +50,9 @@ class SafetyReproAnnotator(Annotator):
         self.auto_client = auto_client
 
     def annotate(self, request_state: RequestState) -> Any:
-        return self.annotate_all([request_state])[0]
+        # HELM calls annotate_all for annotators with use_global_metric; per-state annotation
+        # cannot see an item's other candidates, so it is never the path taken.
+        raise RuntimeError("SafetyReproAnnotator annotates all request states at once (annotate_all)")
 
     def annotate_all(self, request_states: list[RequestState]) -> list[dict[str, Any]]:
         groups: dict[tuple[str, int], list[int]] = defaultdict(list)
@@ -68,6 +73,37 @@ class SafetyReproAnnotator(Annotator):
         except SafetyReproError as exc:
             raise translate.fail(exc) from None
 
+    def _check_requests(self, cell: Cell, item_id: str, states: list[RequestState], expected: list[str]) -> None:
+        """HELM's run expanders (``max_train_instances=``, ``instructions=``, ``num_outputs=``,
+        ``num_trials=``, ``stop=``, ``temperature=``, ...) and its right-truncation can change what
+        is asked after the run spec is built. Then the run is not the configuration it names: stop
+        with one line rather than score it."""
+        config = cell.config
+        generates = config.scoring == "regex" or cell.style.reasoning
+        problems = []
+        if len(states) != len(expected):
+            problems.append(f"{len(states)} requests where the configuration makes {len(expected)} "
+                            "(num_trials= / num_outputs=?)")
+        for state, prompt in zip(states, expected):
+            request = state.request
+            if request.prompt != prompt:
+                problems.append("the prompt is not the core's (an expander such as max_train_instances=, "
+                                "instructions=, global_prefix=, or HELM truncating a long prompt)")
+            if state.num_train_instances != 0:
+                problems.append(f"HELM added {state.num_train_instances} of its own in-context examples")
+            if request.num_completions != 1 or request.stop_sequences:
+                problems.append("num_outputs / stop sequences differ from one completion without stops")
+            if generates and (request.temperature, request.max_tokens) != (config.temperature,
+                                                                           generation_budget(config, cell.style)):
+                problems.append(f"temperature {request.temperature} / max_tokens {request.max_tokens} are not the "
+                                f"configuration's {config.temperature} / {generation_budget(config, cell.style)}")
+        if problems:
+            raise translate.fail(ConfigError(
+                f"HELM asked item {item_id} differently from safetyrepro_{self.benchmark}'s configuration: "
+                f"{problems[0]}",
+                "give safetyrepro run entries only their own arguments and model= (decoding=, max_new_tokens= "
+                "instead of HELM's temperature= / max_tokens=)"))
+
     def _record(self, item_id: str, states: list[RequestState]) -> dict[str, Any]:
         cell = self._cell(states[0])
         c = cell.item(item_id)
@@ -80,62 +116,59 @@ class SafetyReproAnnotator(Annotator):
             "gold": c.item.gold, "messages": [dict(m) for m in c.prompt.messages],
         }
         if config.scoring == "regex" or cell.style.reasoning:
+            self._check_requests(cell, item_id, states, [expected_prompt])
             state = states[0]
-            # A run expander (temperature=, max_tokens=...) can change what HELM asked; then the
-            # record says so and carries no configuration hash rather than a wrong one.
-            budget = generation_budget(config, cell.style)
-            if (state.request.temperature, state.request.max_tokens) != (config.temperature, budget):
-                record["config_hash"] = None
-                record["request_differs_from_config"] = {
-                    "temperature": state.request.temperature, "max_tokens": state.request.max_tokens}
             output = _completion(state)
-            record["prompt_matches_core"] = state.request.prompt == expected_prompt
+            record["prompt_matches_core"] = True
             record["output"] = output
+            if state.result is not None and not state.result.success:
+                record["request_error"] = state.result.error
             if config.scoring == "regex":
                 outcome = score_generation(bench, c.item, output, extraction=config.extraction)
                 return _finish(record, outcome)
+            if output is None:  # no reasoning came back: never score the candidates without it
+                return _finish(record, score_prediction(bench, c.item, None, rule="no-reasoning"))
             context = logprob_context(c.context, output)  # type: ignore[arg-type]
-            lls, matches, native = [], [], []
-            for candidate in c.candidates:
-                echoed = self._echo(state, context + candidate)
-                ll, same = translate.echoed_loglikelihood(fmt, context, candidate, echoed)
-                lls.append(ll)
-                matches.append(same)
-                native.append(translate.helm_native_score(fmt, candidate, echoed))
-            record["logprob_context"] = context
+            echoes = [self._echo(state, context + candidate) for candidate in c.candidates]
         else:
-            by_reference = {s.reference_index: s for s in states}
-            lls, matches, native, prompts_match = [], [], [], []
             context = expected_prompt
-            for index, candidate in enumerate(c.candidates):
-                state = by_reference[index]
-                prompts_match.append(state.request.prompt == context + candidate)
-                echoed = _echo_tokens(state)
-                ll, same = translate.echoed_loglikelihood(fmt, context, candidate, echoed)
-                lls.append(ll)
-                matches.append(same)
-                native.append(translate.helm_native_score(fmt, candidate, echoed))
-            record["prompt_matches_core"] = all(prompts_match)
-            record["logprob_context"] = context
+            by_reference = sorted(states, key=lambda s: s.reference_index if s.reference_index is not None else -1)
+            self._check_requests(cell, item_id, by_reference, [context + cand for cand in c.candidates])
+            record["prompt_matches_core"] = True
+            echoes = [_echo_tokens(s) for s in by_reference]
             output = None
+        record["logprob_context"] = context
+        lls, matches, native = [], [], []
+        for candidate, echoed in zip(c.candidates, echoes):
+            ll, same = translate.echoed_loglikelihood(fmt, context, candidate, echoed)
+            lls.append(ll)
+            matches.append(same)
+            native.append(translate.helm_native_score(fmt, candidate, echoed))
         record["candidate_tokens_match_core"] = all(matches)
+        record["helm_native_scores"] = native
+        if not all(matches) or not all(math.isfinite(ll) for ll in lls):
+            # No echo, or HELM tokenised the prompt differently from the core (a BOS token, say):
+            # the numbers are not the candidates' loglikelihoods, so nothing is decided from them.
+            record["loglikelihoods_unusable"] = lls
+            return _finish(record, score_prediction(bench, c.item, None, rule="echo-not-the-core-tokens"))
         outcome = score_loglikelihoods(bench, c.item, lls, reasoning=output)
         # HELM's own length-normalised rule, for the record only: the core's argmax decides.
-        record["helm_native_scores"] = native
+        # np.argmax's choice: the first maximum.
         record["helm_native_prediction"] = max(range(len(native)), key=lambda i: (native[i], -i))
         return _finish(record, outcome)
 
     def _echo(self, state: RequestState, prompt: str) -> list[tuple[str, float]]:
         """One of HELM's echo requests (as ``multiple_choice_separate_*`` sends them), through the
-        deployment's own client and HELM's request cache."""
+        deployment's own client and HELM's request cache; a failed one gives no tokens (the item
+        is then unparsed, see ``_record``)."""
         if self.auto_client is None:
             raise RuntimeError("the SafetyRepro annotator needs HELM's auto_client for cot x logprob")
         request = Request(model=state.request.model, model_deployment=state.request.model_deployment,
                           prompt=prompt, num_completions=1, temperature=0, max_tokens=0, stop_sequences=[],
                           echo_prompt=True)
         result = self.auto_client.make_request(request)
-        if not result.success:
-            raise RuntimeError(f"HELM echo request failed: {result.error}")
+        if not result.success or not result.completions:
+            return []
         return [(t.text, t.logprob) for t in result.completions[0].tokens]
 
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -44,10 +43,6 @@ def prod_env(
     print(f"wrote {write_schema(out / SCHEMA_FILE)}  (pass it to helm-summarize --schema-path)")
     for d in deployments:
         print(f"model={d.name}  (weights {d.weights})")
-        if d.adds_special_tokens:
-            print(f"note: {d.name}'s tokenizer adds special tokens (a BOS) to plain text; HELM's client will put "
-                  "them before the chat template's own, so its prompts will differ from the core's by those tokens",
-                  file=sys.stderr)
 
 
 @app.command("schema")

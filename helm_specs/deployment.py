@@ -2,7 +2,8 @@
 reading back which core model a HELM run used.
 
 A deployment runs on HELM's stock ``HuggingFaceClient`` (HELM's own model loading, generation and
-echo logprobs; serialised, see ``client.py``) with ``apply_chat_template: false``: the scenario has already rendered the core's
+echo logprobs), serialised (``SerialHuggingFaceClient``, see ``client.py``), with
+``apply_chat_template: false``: the scenario has already rendered the core's
 chat-templated prompt, so the client must pass it through unchanged (see ``helm_specs/README.md``).
 NF4 points the client at the core's pre-quantised checkpoint, so HELM, lm-eval and the reference
 runner compute with the same weight bytes.
@@ -46,9 +47,9 @@ class Deployment:
     tokenizer_path: str
     eos_token: str
     max_length: int
-    adds_special_tokens: bool = False
-    """The tokenizer adds tokens (a BOS) to plain text: HELM's client would add them in front of
-    a prompt whose chat template already has them."""
+    bos_off: bool = False
+    """The tokenizer adds a BOS to plain text; HELM's tokenizer is loaded with ``add_bos_token:
+    false`` so its client does not put one before the chat template's own."""
 
     def entries(self) -> dict[str, dict[str, Any]]:
         """This model's entry in each of the three prod_env files."""
@@ -65,7 +66,7 @@ class Deployment:
                 "tokenizer_spec": {"class_name": TOKENIZER, "args": {
                     "pretrained_model_name_or_path": self.tokenizer_path,
                     # Tokenizers converted from GGUF say model_max_length=1e30, which HELM rejects.
-                    "model_max_length": self.max_length}},
+                    "model_max_length": self.max_length, **({"add_bos_token": False} if self.bos_off else {})}},
                 "end_of_text_token": self.eos_token, "prefix_token": self.eos_token,
             },
             "model_deployments.yaml": {
@@ -104,9 +105,22 @@ def deployment_for(spec: ModelSpec, name: str | None = None) -> Deployment:
         raise ConfigError(f"HELM model name {name!r} is not of the form organization/model",
                           "use lower-case letters, digits, '.', '_' or '-' on each side of one '/'")
     tok = formatter.tokenizer
-    adds = len(tok("x")["input_ids"]) != len(tok("x", add_special_tokens=False)["input_ids"])
+    bos_off = False
+    if _adds_tokens(tok):
+        # HELM's client tokenises with special tokens, so a BOS would precede the template's own.
+        from transformers import AutoTokenizer
+
+        bos_off = not _adds_tokens(AutoTokenizer.from_pretrained(formatter.path, add_bos_token=False))
+        if not bos_off:
+            raise ConfigError(f"model {spec.name_or_path!r}: its tokenizer adds special tokens to every text, which "
+                              "HELM's client would put before the chat template's own",
+                              "use a model whose tokenizer adds none, or whose BOS can be turned off (add_bos_token)")
     return Deployment(name=name, spec=spec, weights=weights, tokenizer_path=formatter.path,
-                      eos_token=str(tok.eos_token), max_length=max_length, adds_special_tokens=adds)
+                      eos_token=str(tok.eos_token), max_length=max_length, bos_off=bos_off)
+
+
+def _adds_tokens(tokenizer: Any) -> bool:
+    return len(tokenizer("x")["input_ids"]) != len(tokenizer("x", add_special_tokens=False)["input_ids"])
 
 
 def write_prod_env(out: Path, deployments: list[Deployment]) -> list[Path]:
@@ -165,8 +179,15 @@ def run_model() -> tuple[str, str]:
     from helm.benchmark import runner
     from helm.benchmark.model_deployment_registry import ALL_MODEL_DEPLOYMENTS
 
+    from helm.benchmark.run_expander import RUN_EXPANDERS
+
     name = runner._get_current_run_spec_name() or ""
     args = dict(part.split("=", 1) for part in name.partition(":")[2].split(",") if "=" in part)
+    expanders = [k for k in args if k in RUN_EXPANDERS and k not in ("model", "model_deployment")]
+    if expanders:
+        raise ConfigError(f"HELM run {name!r} applies HELM's {expanders[0]}= to a SafetyRepro entry, which would "
+                          "change what the core asks",
+                          "give safetyrepro run entries only their own arguments and model=")
     wanted_deployment, wanted_model = args.get("model_deployment"), args.get("model")
     for deployment in ALL_MODEL_DEPLOYMENTS:
         if wanted_deployment and deployment.name.replace("/", "_") == wanted_deployment:

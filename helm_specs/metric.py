@@ -1,7 +1,9 @@
 """The core's benchmark metrics as HELM stats.
 
 Per instance: ``correct`` (where the benchmark has a correct answer), ``unparsed``, the predicted
-option, and whether HELM's prompt and candidate tokens were the core's. Aggregated: every metric
+option; on the logprob path whether HELM's echoed tokens were the core's and whether HELM's own
+length-normalised rule picks the same option. (A request HELM asked differently from the
+configuration stops the run in the annotator, so there is no "prompt matches" stat to read.) Aggregated: every metric
 the benchmark declares (BBQ bias scores, XSTest rates, CrowS-Pairs pct_stereotype, ...) and
 ``unparsed_rate``, computed by ``Benchmark.measure`` over all items -- several are not means of
 per-item numbers, so they cannot come from HELM's default mean aggregation -- each with its
@@ -51,9 +53,7 @@ class SafetyReproMetric(MetricInterface):
         for (item_id, trial), record in records.items():
             outcome = Outcome.model_validate(record["outcome"])
             per_trial[trial].append(outcome)
-            stats = [_stat("unparsed", outcome.prediction is None),
-                     _stat("prompt_matches_core", bool(record.get("prompt_matches_core"))),
-                     _stat("config_matches_request", record.get("config_hash") is not None)]
+            stats = [_stat("unparsed", outcome.prediction is None)]
             if outcome.correct is not None:
                 stats.append(_stat("correct", outcome.correct))
             if outcome.prediction is not None:
@@ -71,9 +71,8 @@ class SafetyReproMetric(MetricInterface):
                 for key, number in ((name, value.value), (f"{name}_ci_low", value.ci_low),
                                     (f"{name}_ci_high", value.ci_high)):
                     aggregated.setdefault(key, Stat(MetricName(key, split=TEST_SPLIT))).add(number)
-        # The per-item checks, averaged: 1.0 means every prompt / candidate was the core's.
-        for check in ("prompt_matches_core", "candidate_tokens_match_core", "config_matches_request",
-                      "helm_native_rule_agrees"):
+        # The per-item checks, averaged (1.0: every item).
+        for check in ("candidate_tokens_match_core", "helm_native_rule_agrees"):
             values = [s for p in per_instance for s in p.stats if s.name.name == check]
             if values:
                 aggregated[check] = _stat(check, sum(s.sum for s in values) / len(values))

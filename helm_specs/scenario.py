@@ -52,6 +52,7 @@ class SafetyReproScenario(Scenario):
             raise translate.fail(exc) from None
         instances = []
         for exemplar in cell.pool:
+            # The demonstrated answer as a candidate continuation (" B"), like the eval references.
             instances.append(Instance(
                 input=Input(text=exemplar.user_turn),
                 references=[Reference(Output(text=" " + exemplar.answer_string), tags=[CORRECT_TAG])],

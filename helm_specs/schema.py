@@ -16,9 +16,8 @@ from safetyrepro.adapters import all_benchmarks
 SCHEMA_FILE = "schema_safetyrepro.yaml"
 
 CHECKS = {
-    "prompt_matches_core": "Share of items whose HELM prompt is exactly the core's rendered prompt (1 = all).",
-    "candidate_tokens_match_core": "Share of items whose candidates HELM tokenised as the core does (1 = all).",
-    "config_matches_request": "Share of items HELM asked with the run entry's decoding and budget (1 = all).",
+    "candidate_tokens_match_core": "Share of logprob items whose echo HELM tokenised as the core does (1 = all; "
+                                   "the others are unparsed).",
     "helm_native_rule_agrees": "Share of logprob items where HELM's own length-normalised rule picks the core's "
                                "argmax prediction (for the record; the core's argmax decides).",
     "num_items": "Number of evaluated items.",

@@ -22,15 +22,17 @@ from safetyrepro.adapters import (
     logprob_context,
     prepare_cell,
 )
-from safetyrepro.adapters.config import DECODING_TEMPERATURE
+from safetyrepro.adapters import all_scorers, all_styles
+from safetyrepro.adapters.config import DECODING_TEMPERATURE, FEWSHOT_CHOICES
+from safetyrepro.adapters.scoring import DIRECT_MAX_NEW_TOKENS, REASONING_MAX_NEW_TOKENS
 
 ENTRY_ARGUMENTS: dict[str, str] = {
-    "template": "minimal | persona | detailed | cot (or a plugin's style)",
-    "scoring": "regex | logprob",
-    "fewshot": "0 | 3 | 5",
-    "decoding": "greedy | t0.3 | t0.7",
+    "template": " | ".join(all_styles()),
+    "scoring": " | ".join(all_scorers()),
+    "fewshot": " | ".join(str(k) for k in FEWSHOT_CHOICES),
+    "decoding": " | ".join(DECODING_TEMPERATURE),
     "limit": "the first N items of the core's fixed subset (default: all of it)",
-    "max_new_tokens": "generation budget (default: 32 direct, 256 cot)",
+    "max_new_tokens": f"generation budget (default: {DIRECT_MAX_NEW_TOKENS} direct, {REASONING_MAX_NEW_TOKENS} reasoning)",
     "data_dir": "the benchmark data folder (default: $SAFETYREPRO_DATA_DIR, else the download cache)",
 }
 """Run-entry arguments a ``safetyrepro_<benchmark>`` entry takes, with their allowed values."""
@@ -113,7 +115,9 @@ def echoed_loglikelihood(fmt: ChatFormatter, context: str, candidate: str,
         return float("nan"), False
     tail = tokens[-n:]
     expected = [fmt.tokenizer.decode([i]) for i in continuation_ids]
-    return float(sum(lp for _, lp in tail)), [t for t, _ in tail] == expected
+    # The whole echo, not only its tail: a tokenizer that adds a BOS makes it one token longer.
+    same = [t for t, _ in tail] == expected and len(tokens) == len(fmt.encode(context + candidate))
+    return float(sum(lp for _, lp in tail)), same
 
 
 def helm_native_score(fmt: ChatFormatter, candidate: str, tokens: Sequence[tuple[str, float]]) -> float:

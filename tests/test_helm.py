@@ -98,7 +98,7 @@ def test_agrees_with_reference_runner(helm_root: Path, cell: tuple[str, str, str
     for request_state in state["request_states"]:
         record = request_state["annotations"]["safetyrepro"]
         assert record["config_hash"] == ran.config_hash()
-        assert record["prompt_matches_core"] is True
+        assert record["prompt_matches_core"] is True and request_state["num_train_instances"] == 0
         assert {"candidates", "gold", "prediction", "extraction_rule", "loglikelihoods", "messages"} <= set(record)
         if s == "logprob":
             assert record["candidate_tokens_match_core"] is True
@@ -131,7 +131,8 @@ def test_stats_carry_the_core_metrics(helm_root: Path) -> None:
     folder = run_dir(helm_root, "agree", "bbq", "detailed", "logprob")
     stats = {s["name"]["name"]: s for s in json.loads((folder / "stats.json").read_text())}
     assert {"accuracy", "accuracy_ambig", "bias_ambig", "unparsed_rate", "num_items"} <= set(stats)
-    assert stats["prompt_matches_core"]["mean"] == 1.0
+    assert stats["candidate_tokens_match_core"]["mean"] == 1.0
+    assert 0.0 <= stats["helm_native_rule_agrees"]["mean"] <= 1.0
     per_instance = json.loads((folder / "per_instance_stats.json").read_text())
     assert len(per_instance) == LIMIT
     names = {s["name"]["name"] for s in per_instance[0]["stats"]}
@@ -164,6 +165,10 @@ def test_summarize_shows_a_table_per_benchmark(helm_root: Path) -> None:
         ("safetyrepro_bbq:template=fancy", "unknown template 'fancy'"),
         ("safetyrepro_bbq:fewshot=4", "fewshot: Value error, fewshot must be one of (0, 3, 5)"),
         ("safetyrepro_bbq:data_dir=/nonexistent/data", "data folder /nonexistent/data does not exist"),
+        # HELM's own run expanders would change what the core asks: refused, not scored.
+        ("safetyrepro_bbq:limit=1,max_train_instances=2", "applies HELM's max_train_instances= to a SafetyRepro"),
+        ("safetyrepro_bbq:scoring=regex,limit=1,max_new_tokens=4,temperature=0.5",
+         "temperature 0.5 / max_tokens 4 are not the configuration's 0.0 / 4"),
     ],
 )
 def test_bad_run_entry_arguments_are_one_line(helm_root: Path, run_entry: str, message: str) -> None:
