@@ -7,7 +7,8 @@ The public surface, the one every harness binding and ``crosspkg`` uses (nothing
 * configuration: :class:`RunConfig`, :class:`ModelSpec`, :func:`build_config`;
 * preparing a cell: :func:`prepare_cell` -> :class:`Cell` (items, rendered messages and prompt
   strings, candidates, gold, exemplars);
-* scoring, model-free: :func:`score_generation`, :func:`score_loglikelihoods` -> :class:`Outcome`;
+* scoring, model-free: :func:`score_generation`, :func:`score_loglikelihoods`,
+  :func:`score_prediction` (another instrument's decision) -> :class:`Outcome`;
   request shaping: :func:`generation_budget`, :func:`logprob_context`;
 * metrics: ``Benchmark.measure(outcomes)`` and ``Benchmark.all_metric_specs()``
   (:class:`MetricSpec`: name, direction, primary);
@@ -51,6 +52,7 @@ _LAZY = {
     "ItemRecord": ".records",
     "score_generation": ".scoring",
     "score_loglikelihoods": ".scoring",
+    "score_prediction": ".scoring",
     "extraction_report": ".scoring",
     "generation_budget": ".scoring",
     "default_budget": ".scoring",

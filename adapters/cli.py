@@ -253,9 +253,16 @@ def _usage_error(exc: BaseException) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Exit 0 on success, 2 on any bad input (one `error: ... -- fix: ...` line, no traceback)."""
+    return run_app(app, argv, add_bindings=True)
+
+
+def run_app(typer_app: typer.Typer, argv: list[str] | None = None, *, add_bindings: bool = False) -> int:
+    """Run a typer app with SafetyRepro's exit discipline (0 ok, 2 bad input as one line, 130
+    aborted); other console scripts of the package (``crosspkg``) use it too."""
     try:
-        _add_binding_commands()
-        app(args=argv, standalone_mode=False)
+        if add_bindings:
+            _add_binding_commands()
+        typer_app(args=argv, standalone_mode=False)
     except SafetyReproError as exc:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2

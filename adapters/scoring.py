@@ -83,6 +83,13 @@ def _outcome(bench: Benchmark, item: Item, prediction: int | None, rule: str, **
     )
 
 
+def score_prediction(bench: Benchmark, item: Item, prediction: int | None, *, rule: str) -> Outcome:
+    """The outcome of a decision another instrument made (a harness's own readout): correctness
+    and metadata by the core's rules, so metrics over any harness's predictions are computed the
+    same way. ``rule`` says who decided (e.g. ``lm-eval acc``)."""
+    return _outcome(bench, item, prediction, rule)
+
+
 def score_generation(bench: Benchmark, item: Item, output: str | None, *, extraction: str = "standard") -> Outcome:
     """The regex path's decision on one generation (``prediction=None`` = unparsed).
 

@@ -90,7 +90,7 @@ def _item(doc: dict[str, Any]):
 def _per_metric(doc: dict[str, Any], outcome: Outcome, *, generated: bool = False) -> dict[str, Any]:
     # lm-eval gives every metric its own per-document value; each carries the whole outcome so
     # the core can compute ratio metrics (bias scores) over all documents at aggregation time.
-    payload = {"benchmark": doc["benchmark"], **outcome.model_dump()}
+    payload = {"benchmark": doc["benchmark"], "gold": _item(doc).gold, **outcome.model_dump()}
     return {name: payload for name in metric_names(doc["benchmark"], generated=generated)}
 
 
@@ -121,7 +121,8 @@ def agg_unparsed(payloads: list[dict[str, Any]]) -> int:
 
 def _aggregate(name: str, payloads: list[dict[str, Any]]) -> float:
     bench = get_benchmark(payloads[0]["benchmark"])
-    outcomes = [Outcome.model_validate({k: v for k, v in p.items() if k != "benchmark"}) for p in payloads]
+    outcomes = [Outcome.model_validate({k: v for k, v in p.items() if k not in ("benchmark", "gold")})
+                for p in payloads]
     return bench.measure(outcomes, seed=0, n_resamples=0)[name].value
 
 
