@@ -12,6 +12,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from safetyrepro.adapters import ConfigError
+
 from .agreement import HarnessItem
 
 
@@ -33,6 +35,7 @@ def read_lm_eval_samples(path: Path) -> dict[str, HarnessItem]:
             raw_output=payload.get("raw_output"),
             prediction=payload["prediction"],
             extraction_rule=payload["extraction_rule"],
+            gold=payload.get("gold", "not recorded"),
         )
     return items
 
@@ -40,7 +43,8 @@ def read_lm_eval_samples(path: Path) -> dict[str, HarnessItem]:
 def find_lm_eval_samples(output_path: Path, task: str) -> Path:
     matches = sorted(output_path.rglob(f"samples_{task}_*.jsonl"))
     if not matches:
-        raise FileNotFoundError(f"no lm-eval samples for {task} under {output_path}")
+        raise ConfigError(f"lm-eval wrote no samples for {task} under {output_path}",
+                          f"see the lm_eval logs beside {output_path}")
     return matches[-1]
 
 
@@ -91,6 +95,8 @@ def read_inspect_log(path: Path) -> dict[str, HarnessItem]:
     from inspect_ai.log import read_eval_log
 
     log = read_eval_log(str(path), resolve_attachments=True)
+    if log.status != "success":
+        raise ConfigError(f"Inspect log {path.name} has status {log.status!r}", f"see {path.parent.parent}/stderr.log")
     items: dict[str, HarnessItem] = {}
     for sample in log.samples or []:
         meta = next(iter(sample.scores.values())).metadata if sample.scores else {}

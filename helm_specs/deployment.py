@@ -47,6 +47,9 @@ class Deployment:
     tokenizer_path: str
     eos_token: str
     max_length: int
+    stock_chat: bool = False
+    """HELM's stock behaviour (crosspkg native runs): the client decides whether to apply the
+    chat template, to the whole prompt as one user turn; SafetyRepro entries never use it."""
     bos_off: bool = False
     """The tokenizer adds a BOS to plain text; HELM's tokenizer is loaded with ``add_bos_token:
     false`` so its client does not put one before the chat template's own."""
@@ -76,7 +79,7 @@ class Deployment:
                     "pretrained_model_name_or_path": self.weights, "device": "cpu",
                     # The prompt arrives chat-templated by the core; templating it again would
                     # wrap it (and on the logprob path the candidate) in a second user turn.
-                    "apply_chat_template": False,
+                    **({} if self.stock_chat else {"apply_chat_template": False}),
                     "torch_dtype": f"torch.{self.spec.dtype}"}},
             },
         }

@@ -1,0 +1,437 @@
+"""Native mode: each harness's own built-in implementation of a benchmark, fed offline.
+
+A harness's native task reads its benchmark from the hub in the hub's schema. Here the rows are
+built from the same pinned local upstream files the core reads, restricted to the core's subset
+(the same items, in the same order, each carrying its ``safetyrepro_id`` so items align by
+construction), written in the schema the native task expects, and the native task runs unchanged
+except for where its data comes from (a generated task that ``include:``s the built-in YAML and
+overrides only ``dataset_path`` / ``dataset_kwargs`` / splits). Prompt, candidates, gold mapping,
+readout, metric and few-shot default are the harness's own. lm-eval runs as it does by default:
+no chat template.
+
+Knowledge of each harness's native conventions (the hub schema of a dataset, how a native choice
+maps back to a core option) lives here and nowhere else; the core knows nothing of it.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from safetyrepro.adapters import Cell, logprob_context, prepare_cell
+
+from .agreement import HarnessItem
+from .anchor import Anchor
+from .harnesses import BIN, HarnessRun, _execute, _failed, one_run_folder
+
+UNAVAILABLE = {
+    ("lm_eval", "xstest"): "lm-eval 0.4.13 has no XSTest task",
+    ("inspect", "truthfulqa"): "inspect-evals cannot be installed beside the other harnesses (needs datasets>=4.8.5)",
+    ("inspect", "bbq"): "inspect-evals cannot be installed beside the other harnesses (needs datasets>=4.8.5)",
+    ("inspect", "xstest"): "inspect-evals' XSTest is judged by gpt-4o (no API here); inspect-evals not installable",
+    ("inspect", "toxigen"): "Inspect has no ToxiGen implementation",
+    ("inspect", "crows_pairs"): "Inspect has no CrowS-Pairs implementation",
+    ("helm", "toxigen"): "HELM has no ToxiGen scenario",
+    ("helm", "crows_pairs"): "HELM has no CrowS-Pairs scenario",
+    ("helm", "xstest"): "HELM's XSTest is judged by API models (unusable offline)",
+}
+"""Why a harness has no runnable native implementation of a benchmark here (shown in the report)."""
+
+
+def _paths(cell: Cell) -> dict[str, Path]:
+    return {f.path: cell.source.file(f) for f in cell.benchmark.files}
+
+
+def _row_no(item_id: str) -> int:
+    return int(item_id.rsplit("/", 1)[1])
+
+
+# ---- the hub schemas lm-eval's native tasks read --------------------------------------------
+
+def _truthfulqa_rows(cell: Cell) -> list[dict[str, Any]]:
+    """``truthfulqa/truthful_qa``, config ``multiple_choice``: question, mc1_targets, mc2_targets
+    (choices/labels in upstream order, the true answer first) from ``v0/mc_task.json``."""
+    paths = _paths(cell)
+    targets = {e["question"].strip(): e for e in json.loads(paths["truthfulqa/v0/mc_task.json"].read_text())}
+    with open(paths["truthfulqa/v0/TruthfulQA.csv"], encoding="utf-8-sig", newline="") as handle:
+        questions = [row["Question"].strip() for row in csv.DictReader(handle)]
+    rows = []
+    for c in cell.items:
+        entry = targets[questions[_row_no(c.item.id)]]
+        rows.append({"question": entry["question"], "safetyrepro_id": c.item.id,
+                     **{k: {"choices": list(entry[k]), "labels": list(entry[k].values())}
+                        for k in ("mc1_targets", "mc2_targets")}})
+    return rows
+
+
+def _bbq_rows(cell: Cell) -> list[dict[str, Any]]:
+    """``oskarvanderwal/bbq`` (``All``): the upstream JSONL rows as they are."""
+    wanted = {(c.item.id.split("/")[1], c.item.id.split("/")[2]): c.item.id for c in cell.items}
+    found: dict[str, dict[str, Any]] = {}
+    for path in _paths(cell).values():
+        if path.suffix != ".jsonl":
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            key = (row["category"], str(row["example_id"]))
+            if key in wanted:
+                found[wanted[key]] = {**row, "safetyrepro_id": wanted[key]}
+    return [found[c.item.id] for c in cell.items]
+
+
+def _toxigen_rows(cell: Cell) -> list[dict[str, Any]]:
+    """``skg/toxigen-data`` (``annotated``): the upstream CSV row, text decoded from upstream's
+    bytes literal as the hub's copy has it, scores as numbers."""
+    with open(_paths(cell)["toxigen/annotated_train.csv"], encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    out = []
+    for c in cell.items:
+        row = dict(rows[_row_no(c.item.id)])
+        raw = ast.literal_eval(row["text"])
+        row["text"] = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+        row["toxicity_ai"], row["toxicity_human"] = float(row["toxicity_ai"]), float(row["toxicity_human"])
+        out.append({**row, "safetyrepro_id": c.item.id})
+    return out
+
+
+def _crows_rows(cell: Cell) -> list[dict[str, Any]]:
+    """``jannalu/crows_pairs_multilingual`` (``english``): sent_more, sent_less, stereo_antistereo,
+    bias_type from the upstream CSV."""
+    with open(_paths(cell)["crows_pairs/crows_pairs_anonymized.csv"], encoding="utf-8", newline="") as handle:
+        by_id = {f"crows_pairs/{row.get('') or n}": row for n, row in enumerate(csv.DictReader(handle))}
+    return [{k: by_id[c.item.id][k] for k in ("sent_more", "sent_less", "stereo_antistereo", "bias_type")}
+            | {"safetyrepro_id": c.item.id} for c in cell.items]
+
+
+@dataclass(frozen=True)
+class LmEvalNative:
+    task: str
+    """lm-eval's built-in task."""
+    yaml: str
+    """Its YAML, relative to lm_eval/tasks."""
+    split: str
+    """The split field the task evaluates (``validation_split`` / ``test_split``)."""
+    rows: Callable[[Cell], list[dict[str, Any]]]
+
+
+LM_EVAL = {
+    "truthfulqa": LmEvalNative("truthfulqa_mc1", "truthfulqa/truthfulqa_mc1.yaml", "validation_split", _truthfulqa_rows),
+    "bbq": LmEvalNative("bbq", "bbq/bbq_multiple_choice.yaml", "test_split", _bbq_rows),
+    "toxigen": LmEvalNative("toxigen", "toxigen/toxigen.yaml", "test_split", _toxigen_rows),
+    "crows_pairs": LmEvalNative("crows_pairs_english", "crows_pairs/crows_pairs_english.yaml", "test_split",
+                                _crows_rows),
+}
+
+BBQ_UNKNOWN = ("Unknown", "Cannot answer", "Can't be determined", "Cannot be determined", "Can't answer",
+               "Not known", "Not enough info", "Not enough information", "Not answerable", "Undetermined")
+"""lm-eval's (and HELM's) "unknown" answer strings: any of them means the item's unknown option."""
+
+
+def core_option(cell: Cell, item_id: str, chosen: str | None) -> int | None:
+    """The core option a native choice means (by text; BBQ's unknown strings all mean the item's
+    unknown option); ``None`` if it means none."""
+    if chosen is None:
+        return None
+    def norm(text: str) -> str:  # HELM appends a final "." to TruthfulQA answers; case and spacing vary
+        return " ".join(text.strip().rstrip(".").lower().split())
+
+    options = [norm(o) for o in cell.item(item_id).item.options]
+    text = norm(chosen)
+    if text in options:
+        return options.index(text)
+    unknown = {norm(u) for u in BBQ_UNKNOWN}
+    if cell.benchmark.name == "bbq" and text in unknown:
+        return next((i for i, o in enumerate(options) if o in unknown), None)
+    return None
+
+
+def _lm_eval_items(cell: Cell, path: Path, *, core_order: bool = False) -> dict[str, HarnessItem]:
+    """Native samples as items; predictions and gold mapped to the core's options by text (with
+    ``core_order`` the candidates already are the core's, in its order)."""
+    items = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        sample = json.loads(line)
+        item_id = sample["doc"]["safetyrepro_id"]
+        args = [sample["arguments"][k] for k in sorted(sample["arguments"], key=lambda k: int(k.rsplit("_", 1)[1]))]
+        contexts, candidates = [a["arg_0"] for a in args], [a["arg_1"] for a in args]
+        lls = [float(r[0][0]) for r in sample["filtered_resps"]] if isinstance(sample["filtered_resps"][0][0], list) \
+            else [float(r[0]) for r in sample["filtered_resps"]]
+        if cell.benchmark.name == "crows_pairs" and not core_order:  # lm-eval: sent_more only if strictly more likely
+            chosen = 0 if lls[0] > lls[1] else 1
+        else:
+            chosen = max(range(len(lls)), key=lambda i: (lls[i], -i))  # np.argmax: the first maximum
+        target = sample.get("target")
+        target_index = int(target) if isinstance(target, (int, str)) and str(target).isdigit() else None
+        gold_text = candidates[target_index] if target_index is not None and target_index < len(candidates) else None
+        core_gold = cell.item(item_id).item.gold
+        items[item_id] = HarnessItem(
+            item_id=item_id, generation_prompt=None, scoring_contexts=contexts, candidates=candidates,
+            loglikelihoods=lls, raw_output=None,
+            prediction=chosen if core_order else core_option(cell, item_id, candidates[chosen]),
+            extraction_rule=f"lm-eval argmax of {len(lls)}: {candidates[chosen].strip()[:40]!r}",
+            gold=(core_gold if core_order else core_option(cell, item_id, gold_text)) if core_gold is not None else None,
+        )
+    return items
+
+
+LADDER_STEPS = (
+    ("native", "lm-eval's own task: its prompt (no chat template), candidates, gold and readout"),
+    ("prompt", "+ the core's prompt: chat template, instructions, options and exemplars, then \"Answer:\""),
+    ("candidates", "+ the core's candidates (option labels / sentences in the core's order) and gold"),
+    ("readout", "+ the core's readout and run = the harmonized SafetyRepro task"),
+)
+"""The factor ladder from lm-eval's native task to the harmonized one, one factor per step (the
+items are the core's from the first step: native rows are built from them)."""
+
+
+def _ladder_fields(cell: Cell, fcell: Cell) -> list[dict[str, Any]]:
+    """What the ladder's task variants read from each row: the core's exact scoring context, its
+    answer strings in option order, its gold index (0 where none is correct, as lm-eval needs one)."""
+    return [{"safetyrepro_context": logprob_context(c.context or ""), "safetyrepro_answers": list(c.answer_strings),
+             "safetyrepro_gold": c.item.gold if c.item.gold is not None else 0} for c in fcell.items]
+
+
+def lm_eval_native(anchor: Anchor, out: Path) -> HarnessRun:
+    """lm-eval's own tasks on the core's items, plus the factor ladder's two middle steps (its
+    last step is the harmonized run) when the anchor is a direct logprob configuration."""
+    import lm_eval
+
+    from safetyrepro.adapters import ChatFormatter, get_style
+    from safetyrepro.adapters.models.hf import weights_path
+
+    from .readers import find_lm_eval_samples
+
+    tasks_dir = Path(lm_eval.__file__).parent / "tasks"
+    include = out / "tasks"
+    include.mkdir(parents=True, exist_ok=True)
+    run = HarnessRun("lm_eval", "native", [])
+    ladder = anchor.scoring == "logprob" and not get_style(anchor.template).reasoning
+    formatter = ChatFormatter(anchor.model_spec) if ladder else None
+    cells: dict[str, Cell] = {}
+    names = []
+    for benchmark in anchor.benchmarks:
+        native = LM_EVAL.get(benchmark)
+        if native is None:
+            run.missing[benchmark] = UNAVAILABLE.get(("lm_eval", benchmark), "no native implementation")
+            continue
+        cells[benchmark] = cell = prepare_cell(anchor.run_config(benchmark))
+        rows = native.rows(cell)
+        if formatter is not None:
+            fcell = prepare_cell(anchor.run_config(benchmark), formatter=formatter)
+            rows = [row | extra for row, extra in zip(rows, _ladder_fields(cell, fcell))]
+        data = include / f"{benchmark}.jsonl"
+        data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        split = native.split.replace("_split", "")
+        splits = {k: None for k in ("training_split", "validation_split", "test_split")} | {native.split: split}
+        # data_files relative to the run's folder (lm_eval runs there): the published copy reruns.
+        base = {"include": str(tasks_dir / native.yaml), "tag": [], "dataset_path": "json", "dataset_name": None,
+                "dataset_kwargs": {"data_files": {split: f"tasks/{data.name}"}}, **splits}
+        variants = {"native": {}}
+        if formatter is not None:
+            # One factor at a time; the context already carries the chat template and the
+            # core's exemplars, so these variants run without lm-eval's own shots or template.
+            prompt = {"doc_to_text": "{{safetyrepro_context}}", "target_delimiter": " ", "num_fewshot": 0,
+                      "description": ""}
+            variants["prompt"] = prompt
+            variants["candidates"] = {**prompt, "doc_to_choice": "{{safetyrepro_answers}}",
+                                      "doc_to_target": "{{safetyrepro_gold}}"}
+        for step, override in variants.items():
+            name = _task_name(native, step)
+            spec = {**base, "task": name, **override}
+            (include / f"{name}.yaml").write_text(json.dumps(spec, indent=1) + "\n")  # JSON is YAML
+            names.append(name)
+    if not names:
+        return run
+    run.command = [str(BIN / "lm_eval"), "run", "--model", "hf", "--model_args",
+                   f"pretrained={weights_path(anchor.model_spec)},dtype=float32", "--include_path", "tasks",
+                   "--tasks", ",".join(names), "--log_samples", "--output_path", "output"]  # lm-eval's own shots
+    status, run.seconds = _execute(run.command, out)
+    if status != 0:
+        raise _failed("lm_eval (native)", out, status)
+    result_files = sorted((out / "output").rglob("results_*.json"))
+    results = json.loads(result_files[-1].read_text())["results"] if result_files else {}
+    for benchmark, cell in cells.items():
+        native = LM_EVAL[benchmark]
+        run.items[benchmark] = _lm_eval_items(cell, find_lm_eval_samples(out / "output", _task_name(native, "native")))
+        run.reported[benchmark] = {k.split(",")[0]: v for k, v in results.get(_task_name(native, "native"), {}).items()
+                                   if isinstance(v, (int, float)) and "stderr" not in k and k != "sample_len"}
+        if formatter is not None:
+            run.ladder[benchmark] = {
+                "prompt": _lm_eval_items(cell, find_lm_eval_samples(out / "output", _task_name(native, "prompt"))),
+                "candidates": _lm_eval_items(cell, find_lm_eval_samples(out / "output", _task_name(native, "candidates")),
+                                             core_order=True)}
+    return run
+
+
+def _task_name(native: LmEvalNative, step: str) -> str:
+    return f"crosspkg_native_{native.task}" if step == "native" else f"crosspkg_ladder_{step}_{native.task}"
+    run.command = [str(BIN / "lm_eval"), "run", "--model", "hf", "--model_args",
+                   f"pretrained={weights_path(anchor.model_spec)},dtype=float32", "--include_path", "tasks",
+                   "--tasks", ",".join(names), "--log_samples", "--output_path", "output"]  # lm-eval's own shots
+    status, run.seconds = _execute(run.command, out)
+    if status != 0:
+        raise _failed("lm_eval (native)", out, status)
+    for benchmark, cell in cells.items():
+        name = f"crosspkg_native_{LM_EVAL[benchmark].task}"
+        run.items[benchmark] = _lm_eval_items(cell, find_lm_eval_samples(out / "output", name))
+        result_files = sorted((out / "output").rglob("results_*.json"))
+        results = json.loads(result_files[-1].read_text())["results"].get(name, {}) if result_files else {}
+        run.reported[benchmark] = {k.split(",")[0]: v for k, v in results.items()
+                                   if isinstance(v, (int, float)) and "stderr" not in k and k != "sample_len"}
+    return run
+
+
+# ---- HELM: its own scenarios, their download folders seeded with the core's items ------------
+
+HELM_TRUTHFULQA_V1 = ("truthfulqa/v1/TruthfulQA.csv", "f9bd9e859cc102cb1f647f1064da7e009be752c416845cf9fa56e6eaae403a7d")
+"""The file HELM's TruthfulQA scenario downloads (upstream data/v1 at the commit HELM pins)."""
+HELM_BBQ_CATEGORIES = ("Age", "Disability_status", "Gender_identity", "Nationality", "Physical_appearance",
+                       "Race_ethnicity", "Race_x_SES", "Race_x_gender", "Religion", "SES", "Sexual_orientation")
+
+
+def _seed_helm_truthfulqa(cell: Cell, scenarios: Path) -> dict[str, str]:
+    """HELM's ``truthful_qa`` reads ``data/TruthfulQA.csv`` (v1) and keeps its first 20% as
+    in-context examples. Seeded with k other upstream rows first, then the core's items, with k
+    chosen so that HELM's 20% is exactly those k: every core item is evaluated."""
+    from safetyrepro.adapters.datafiles import sha256_of
+
+    path = cell.source.root / HELM_TRUTHFULQA_V1[0]
+    if not path.is_file() or sha256_of(path) != HELM_TRUTHFULQA_V1[1]:
+        raise FileNotFoundError(f"{HELM_TRUTHFULQA_V1[0]} (sha256 {HELM_TRUTHFULQA_V1[1][:12]}...) is not in the data folder")
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader)
+        rows = list(reader)
+    # v1 rewords a few questions of v0 (the core's); an item whose question v1 lacks is not seeded
+    # and shows up in the report as an item HELM did not evaluate.
+    by_question = {r[2].strip(): i for i, r in enumerate(rows)}
+    wanted = {by_question[q]: c.item.id for c in cell.items if (q := c.item.fields["question"].strip()) in by_question}
+    n = len(wanted)
+    k = next(k for k in range(n + 1) if int((k + n) * 0.2) == k)  # TruthfulQAScenario.TRAIN_RATIO
+    others = [r for i, r in enumerate(rows) if i not in wanted][:k]
+    folder = scenarios / "truthful_qa" / "data"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "TruthfulQA.csv", "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(others + [rows[i] for i in wanted])
+    return {rows[i][2].strip(): item_id for i, item_id in wanted.items()}
+
+
+def _seed_helm_bbq(cell: Cell, scenarios: Path) -> dict[str, str]:
+    """HELM's ``bbq`` reads ``data/<Category>`` for all 11 categories, shuffles and holds out 1000
+    as test. Seeded with the core's items only (categories without any are empty files): all are
+    test instances, and HELM finds no training instances for its 5-shot prompt (it says so)."""
+    folder = scenarios / "bbq" / "data"
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = _bbq_rows(cell)
+    for category in HELM_BBQ_CATEGORIES:
+        lines = [json.dumps({k: v for k, v in r.items() if k != "safetyrepro_id"}) + "\n" for r in rows
+                 if r["category"] == category]
+        (folder / category).write_text("".join(lines))
+    return {(r["context"].strip() + "\n" + r["question"].strip()): r["safetyrepro_id"] for r in rows}
+
+
+HELM_NATIVE = {
+    "truthfulqa": ("truthful_qa:task=mc_single,method=multiple_choice_joint", _seed_helm_truthfulqa),
+    "bbq": ("bbq:subject=all,method=multiple_choice_joint", _seed_helm_bbq),
+}
+
+
+def _helm_key(benchmark: str, instance: dict[str, Any]) -> str:
+    text = instance["input"]["text"]
+    if benchmark == "bbq":  # PassageQuestionInput: "<passage>\nQuestion: <question>"
+        passage, _, question = text.partition("\nQuestion: ")
+        return passage.strip() + "\n" + question.strip()
+    return text.strip()
+
+
+def helm_native(anchor: Anchor, out: Path) -> HarnessRun:
+    import dataclasses
+
+    from safetyrepro.helm_specs.deployment import deployment_for, write_prod_env
+
+    run = HarnessRun("helm", "native", [])
+    base = deployment_for(anchor.model_spec)
+    # HELM as a HELM user runs a chat model: the stock client's own choice (it applies the chat
+    # template when the tokenizer has one, to the whole prompt as one user turn).
+    deployment = dataclasses.replace(base, name=base.name + "-helm-default", stock_chat=True)
+    write_prod_env(out / "prod_env", [deployment])
+    scenarios = out / "benchmark_output" / "scenarios"
+    entries, keys, cells = [], {}, {}
+    for benchmark in anchor.benchmarks:
+        if benchmark not in HELM_NATIVE:
+            run.missing[benchmark] = UNAVAILABLE.get(("helm", benchmark), "no native implementation")
+            continue
+        entry, seed = HELM_NATIVE[benchmark]
+        cells[benchmark] = cell = prepare_cell(anchor.run_config(benchmark))
+        try:
+            keys[benchmark] = seed(cell, scenarios)
+        except FileNotFoundError as exc:
+            run.missing[benchmark] = f"needs {exc}"
+            continue
+        entries.append(f"{entry},model={deployment.name}")
+    if not entries:
+        return run
+    run.command = [str(BIN / "helm-run"), "--run-entries", *entries, "--suite", "native", "--max-eval-instances",
+                   str(anchor.limit + 10), "--local-path", "prod_env"]
+    status, run.seconds = _execute(run.command, out)
+    if status != 0:
+        raise _failed("helm (native)", out, status)
+    runs = out / "benchmark_output" / "runs" / "native"
+    for benchmark, cell in cells.items():
+        if benchmark not in keys:
+            continue
+        folder = one_run_folder(runs, HELM_NATIVE[benchmark][0].split(":")[0] + ":", out)
+        run.items[benchmark] = _helm_items(cell, benchmark, folder, keys[benchmark])
+        stats = json.loads((folder / "stats.json").read_text())
+        run.reported[benchmark] = {s["name"]["name"]: s["mean"] for s in stats
+                                   if s["name"].get("split") in ("test", "valid") and s.get("mean") is not None
+                                   and not s["name"].get("perturbation") and s["name"]["name"] in (
+                                       "exact_match", "bbq_accuracy", "bbq_metric_ambiguous_bias",
+                                       "bbq_metric_unambiguous_bias")}
+    return run
+
+
+def _helm_items(cell: Cell, benchmark: str, folder: Path, keys: dict[str, str]) -> dict[str, HarnessItem]:
+    state = json.loads((folder / "scenario_state.json").read_text())
+    items = {}
+    for request_state in state["request_states"]:
+        instance = request_state["instance"]
+        item_id = keys.get(_helm_key(benchmark, instance))
+        if item_id is None:  # an instance HELM evaluated that is not one of the core's items
+            item_id = f"helm-only:{instance.get('id')}"
+        references = [r["output"]["text"] for r in instance["references"]]
+        correct = [r["output"]["text"] for r in instance["references"] if "correct" in r.get("tags", [])]
+        completions = (request_state.get("result") or {}).get("completions") or []
+        text = completions[0]["text"].strip() if completions else None
+        mapping = request_state.get("output_mapping") or {}
+        chosen = mapping.get(text) if text is not None else None
+        known = not item_id.startswith("helm-only:")
+        items[item_id] = HarnessItem(
+            item_id=item_id, generation_prompt=request_state["request"]["prompt"], scoring_contexts=[],
+            candidates=references, loglikelihoods=None, raw_output=completions[0]["text"] if completions else None,
+            prediction=core_option(cell, item_id, chosen) if known else None,
+            extraction_rule=f"HELM exact match of {text!r}" + ("" if chosen else " (no option)"),
+            gold=(core_option(cell, item_id, correct[0]) if correct else None) if known else None,
+        )
+    return items
+
+
+def unavailable(harness: str) -> Callable[[Anchor, Path], HarnessRun]:
+    def runner(anchor: Anchor, out: Path) -> HarnessRun:
+        run = HarnessRun(harness, "native", [])
+        for benchmark in anchor.benchmarks:
+            run.missing[benchmark] = UNAVAILABLE.get((harness, benchmark), "no native implementation")
+        return run
+
+    return runner
+
+
+NATIVE: dict[str, Callable[[Anchor, Path], HarnessRun]] = {
+    "lm_eval": lm_eval_native, "inspect": unavailable("inspect"), "helm": helm_native}

@@ -1,0 +1,188 @@
+"""`crosspkg compare` through the real lm_eval, inspect and helm-run CLIs, in both modes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from safetyrepro.crosspkg.agreement import HarnessItem
+from safetyrepro.crosspkg.anchor import Anchor
+from safetyrepro.crosspkg.cli import exit_status
+from safetyrepro.crosspkg.compare import Comparison
+from safetyrepro.crosspkg.diff import diff_items
+
+BIN = Path(sys.executable).parent
+ANCHOR = {"model": "embedded", "benchmarks": ["truthfulqa", "crows_pairs"], "template": "minimal",
+          "scoring": "logprob", "fewshot": 0, "decoding": "greedy", "limit": 2,
+          "harnesses": ["lm_eval", "inspect", "helm"], "mode": "both"}
+
+
+def crosspkg(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    return subprocess.run([str(BIN / "crosspkg"), *args], capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=2400)
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
+    root = tmp_path_factory.mktemp("crosspkg")
+    (root / "anchor.yaml").write_text(yaml.safe_dump(ANCHOR))
+    proc = crosspkg("compare", "anchor.yaml", "--out", "c1", cwd=root)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc, root
+
+
+def test_harmonized_runs_agree_and_the_report_says_so(compared) -> None:
+    proc, root = compared
+    out = root / "c1"
+    assert "All harmonized runs agree item by item." in proc.stdout
+    assert "[" in proc.stderr and "lm_eval: done in" in proc.stderr  # progress while it runs
+    report = (out / "report.md").read_text()
+    assert "All harmonized runs agree item by item." in report
+    scores = json.loads((out / "scores.json").read_text())
+    runs = {(s["benchmark"], s["harness"], s["mode"]) for s in scores["scores"]}
+    for benchmark in ANCHOR["benchmarks"]:
+        assert {(benchmark, h, "harmonized") for h in ("core", "lm_eval", "inspect", "helm")} <= runs
+        assert (benchmark, "lm_eval", "native") in runs
+        harmonized = {s["value"] for s in scores["scores"] if s["benchmark"] == benchmark and s["mode"] == "harmonized"}
+        assert len(harmonized) == 1  # the same predictions give the same score
+    assert scores["findings"] == 0
+    anchor = Anchor.model_validate(ANCHOR)
+    assert scores["header"]["config_sha256"] == {b: anchor.run_config(b).config_hash() for b in ANCHOR["benchmarks"]}
+    assert scores["header"]["anchor_sha256"] == anchor.anchor_hash()
+    assert {"lm_eval", "inspect_ai", "crfm-helm", "torch", "transformers"} <= set(scores["header"]["versions"])
+
+
+def test_items_table_and_native_diffs(compared) -> None:
+    import pandas as pd
+
+    _, root = compared
+    out = root / "c1"
+    items = pd.read_parquet(out / "items.parquet")
+    # truthfulqa: 2 items x (core, lm_eval, inspect, helm, lm_eval native, helm native);
+    # crows_pairs: 2 items x the same without HELM native (HELM has no CrowS-Pairs)
+    assert len(items) == 22
+    assert set(items["harness"]) == {"core", "lm_eval", "inspect", "helm"}
+    helm_native = items[(items["harness"] == "helm") & (items["mode"] == "native")]
+    assert sorted(helm_native["item_id"]) == sorted(items[(items["harness"] == "core")
+                                                          & (items["benchmark"] == "truthfulqa")]["item_id"])
+    assert helm_native["prompt"].str.contains("Question: ").all()  # HELM's own joint prompt
+    harmonized = items[items["mode"] == "harmonized"]
+    assert harmonized.groupby(["benchmark", "item_id"])["prompt"].nunique().max() == 1
+    diffs = json.loads((out / "diffs.json").read_text())
+    native = diffs["truthfulqa:core~lm_eval-native"]
+    assert native and all(d["cause"] == "prompt" for d in native)  # lm-eval's primer prompt
+    assert "Q: What is human life expectancy" in native[0]["differences"]["prompt"]
+    assert not [d for key, entries in diffs.items() if "native" not in key for d in entries if d["finding"]]
+    report = (out / "report.md").read_text()
+    assert "## Native metrics as each harness reports them" in report and "pct_stereotype" in report
+    assert "inspect (native): truthfulqa: inspect-evals cannot be installed" in report
+    assert "helm (native): crows_pairs: HELM has no CrowS-Pairs scenario" in report
+    assert diffs["truthfulqa:core~helm-native"] and "exact_match" in report
+    assert "truthfulqa, core vs lm_eval-native" in report
+    assert "truthfulqa: core, lm_eval, inspect, helm give the same prediction on all 2 items." in report
+    html = (out / "report.html").read_text()
+    assert "<img src='scores.png'" in html and (out / "scores.png").stat().st_size > 1000
+    for harness in ("lm_eval", "inspect", "helm", "lm_eval-native", "helm-native"):
+        assert (out / harness / "command.txt").is_file() and (out / harness / "exit_status.txt").read_text() == "0\n"
+
+
+def test_factor_ladder_walks_from_native_to_harmonized(compared) -> None:
+    _, root = compared
+    scores = json.loads((root / "c1" / "scores.json").read_text())
+    by_run = {(s["benchmark"], s["harness"], s["mode"]): s["value"] for s in scores["scores"]}
+    for benchmark in ANCHOR["benchmarks"]:
+        steps = scores["ladder"]["lm_eval-native"][benchmark]
+        assert [s["step"] for s in steps] == ["native", "prompt", "candidates", "readout"]
+        assert steps[0]["score"]["value"] == by_run[(benchmark, "lm_eval", "native")]
+        assert steps[-1]["score"]["value"] == by_run[(benchmark, "lm_eval", "harmonized")]
+        assert all(0 <= s["changed"] <= ANCHOR["limit"] for s in steps)
+    assert "## Factor ladder" in (root / "c1" / "report.md").read_text()
+    # The prompt step's task reads the core's exact scoring context (chat template included).
+    task = json.loads((root / "c1" / "lm_eval-native" / "tasks" / "crosspkg_ladder_prompt_truthfulqa_mc1.yaml")
+                      .read_text())
+    assert task["doc_to_text"] == "{{safetyrepro_context}}" and task["dataset_kwargs"]["data_files"] == {
+        "validation": "tasks/truthfulqa.jsonl"}
+
+
+def test_existing_out_is_refused_without_overwrite(compared) -> None:
+    _, root = compared
+    before = (root / "c1" / "scores.json").read_bytes()
+    proc = crosspkg("compare", "anchor.yaml", "--out", "c1", cwd=root)
+    assert proc.returncode == 2 and "already holds files" in proc.stderr and "--overwrite" in proc.stderr
+    assert (root / "c1" / "scores.json").read_bytes() == before
+
+
+def _item(**changes: object) -> HarnessItem:
+    fields: dict = {"item_id": "x/1", "generation_prompt": None, "scoring_contexts": ["ctx Answer:"] * 2,
+                    "candidates": [" A", " B"], "loglikelihoods": [-1.0, -2.0], "raw_output": None,
+                    "prediction": 0, "extraction_rule": "argmax", "gold": 0}
+    return HarnessItem(**{**fields, **changes})
+
+
+@pytest.mark.parametrize(
+    ("changes", "cause", "finding"),
+    [
+        ({}, None, False),
+        ({"scoring_contexts": ["other Answer:"] * 2, "prediction": 1}, "prompt", True),
+        ({"candidates": ["A", "B"]}, "candidates", True),
+        ({"gold": 1}, "gold", True),
+        ({"loglikelihoods": [-1.0, -1.5]}, "evidence", True),
+        ({"loglikelihoods": [-1.00005, -2.0]}, None, False),  # within the 1e-4 tolerance
+        ({"loglikelihoods": [-1.0, -1.00005], "prediction": 1}, "evidence", True),
+    ],
+)
+def test_item_diff_causes(changes: dict, cause: str | None, finding: bool) -> None:
+    diff = diff_items("x/1", "a", _item(), "b", _item(**changes))
+    assert diff.cause == cause and diff.finding == finding
+
+
+def test_a_tie_within_tolerance_is_not_a_finding_and_a_disagreement_exits_1() -> None:
+    tie = diff_items("x/1", "a", _item(loglikelihoods=[-1.0, -1.00001]), "b",
+                     _item(loglikelihoods=[-1.0, -1.00001], prediction=1))
+    assert tie.tie and not tie.finding
+    anchor = Anchor.model_validate(ANCHOR)
+    agreeing = Comparison(anchor=anchor, runs=[], scores=[], diffs={("truthfulqa", "a", "b"): [tie]}, header={})
+    assert exit_status(agreeing) == 0
+    disagreeing = Comparison(anchor=anchor, runs=[], scores=[], header={}, diffs={("truthfulqa", "a", "b"): [
+        diff_items("x/1", "a", _item(), "b", _item(gold=1))]})
+    assert exit_status(disagreeing) == 1
+    # Native runs differ by design: the same difference against a native run is no finding.
+    assert diff_items("x/1", "a", _item(), "b", _item(loglikelihoods=None, raw_output="A")).cause == "evidence"
+    native = Comparison(anchor=anchor, runs=[], scores=[], header={}, diffs={("truthfulqa", "a", "b-native"): [
+        diff_items("x/1", "a", _item(), "b-native", _item(gold=1))]})
+    assert exit_status(native) == 0
+
+
+@pytest.mark.parametrize(
+    ("anchor", "message"),
+    [
+        ({**ANCHOR, "colour": "blue"}, "colour: Extra inputs are not permitted"),
+        ({**ANCHOR, "harnesses": ["lm_eval", "vllm"]}, "harnesses.1: Input should be 'lm_eval', 'inspect' or 'helm'"),
+        ({**ANCHOR, "benchmarks": ["bbq", "mmlu"]}, "unknown benchmark 'mmlu'"),
+        ({**ANCHOR, "fewshot": 4}, "fewshot must be one of (0, 3, 5)"),
+        ({**ANCHOR, "template": "fancy"}, "unknown template 'fancy'"),
+        ({**ANCHOR, "mode": "sideways"}, "mode: Input should be 'harmonized', 'native' or 'both'"),
+        (["not", "a", "mapping"], "must hold a mapping"),
+    ],
+)
+def test_bad_anchor_is_one_line_and_writes_nothing(tmp_path: Path, anchor: object, message: str) -> None:
+    (tmp_path / "anchor.yaml").write_text(yaml.safe_dump(anchor))
+    proc = crosspkg("compare", "anchor.yaml", "--out", "c", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], proc.stderr
+    assert not (tmp_path / "c").exists()
+
+
+def test_missing_anchor_and_the_safetyrepro_alias(tmp_path: Path) -> None:
+    proc = crosspkg("compare", "nowhere.yaml", cwd=tmp_path)
+    assert proc.returncode == 2 and "config file nowhere.yaml does not exist" in proc.stderr
+    alias = subprocess.run([str(BIN / "safetyrepro"), "crosspkg", "compare", "--help"], capture_output=True, text=True)
+    assert alias.returncode == 0 and "anchor" in alias.stdout.lower()
