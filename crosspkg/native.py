@@ -270,21 +270,6 @@ def lm_eval_native(anchor: Anchor, out: Path) -> HarnessRun:
 
 def _task_name(native: LmEvalNative, step: str) -> str:
     return f"crosspkg_native_{native.task}" if step == "native" else f"crosspkg_ladder_{step}_{native.task}"
-    run.command = [str(BIN / "lm_eval"), "run", "--model", "hf", "--model_args",
-                   f"pretrained={weights_path(anchor.model_spec)},dtype=float32", "--include_path", "tasks",
-                   "--tasks", ",".join(names), "--log_samples", "--output_path", "output"]  # lm-eval's own shots
-    status, run.seconds = _execute(run.command, out)
-    if status != 0:
-        raise _failed("lm_eval (native)", out, status)
-    for benchmark, cell in cells.items():
-        name = f"crosspkg_native_{LM_EVAL[benchmark].task}"
-        run.items[benchmark] = _lm_eval_items(cell, find_lm_eval_samples(out / "output", name))
-        result_files = sorted((out / "output").rglob("results_*.json"))
-        results = json.loads(result_files[-1].read_text())["results"].get(name, {}) if result_files else {}
-        run.reported[benchmark] = {k.split(",")[0]: v for k, v in results.items()
-                                   if isinstance(v, (int, float)) and "stderr" not in k and k != "sample_len"}
-    return run
-
 
 # ---- HELM: its own scenarios, their download folders seeded with the core's items ------------
 
