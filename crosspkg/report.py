@@ -107,6 +107,10 @@ def verdict(comparison: Comparison) -> str:
     if findings:
         return f"{len(findings)} finding(s): items where harmonized runs disagree (listed below)."
     if comparison.harmonized_pairs():
+        if comparison.anchor.decoding != "greedy":
+            sampled = sum(1 for key in comparison.harmonized_pairs() for d in comparison.diffs[key] if d.differences)
+            return (f"Harmonized runs ask the same (prompts, candidates, gold agree); with {comparison.anchor.decoding} "
+                    f"decoding their generations differ by design ({sampled} item comparisons).")
         return "All harmonized runs agree item by item."
     native = sum(1 for diffs in comparison.diffs.values() for d in diffs if d.prediction_cause)
     return f"No harmonized comparison was made; native runs differ from the reference on {native} item prediction(s)."
