@@ -63,6 +63,15 @@ def _prompt(item: HarnessItem) -> str | None:
     return contexts.pop() if len(contexts) == 1 else None
 
 
+def readout(item: HarnessItem) -> str:
+    """How the item's decision was read, in words (the scoring rule a diff reports)."""
+    if item.loglikelihoods is not None:
+        return f"argmax over {len(item.loglikelihoods)} candidate loglikelihoods"
+    if item.raw_output is not None:
+        return "a generation, read by " + item.extraction_rule.split(":")[0].split(" of ")[0]
+    return "unknown"
+
+
 def text_diff(a: str, b: str, a_name: str, b_name: str, context: int = 1) -> str:
     lines = difflib.unified_diff(a.splitlines(), b.splitlines(), a_name, b_name, n=context, lineterm="")
     return "\n".join(lines)
@@ -101,9 +110,12 @@ def diff_items(item_id: str, a_name: str, a: HarnessItem | None, b_name: str, b:
         sampled = "" if compare_generations else " (sampled decoding: expected)"
         result.differences.setdefault("evidence", f"generations differ{sampled}: {a.raw_output[:80]!r} vs "
                                                   f"{b.raw_output[:80]!r}")
+    ra, rb = readout(a), readout(b)
+    if ra != rb:  # the scoring rule itself (12 candidates vs 3, a generated letter vs loglikelihoods)
+        result.differences["readout"] = f"{ra} ({a_name}) vs {rb} ({b_name})"
     if a.prediction != b.prediction:
         result.prediction_differs = True
-        if not result.differences:
+        if "readout" not in result.differences and not result.differences:
             result.differences["readout"] = (f"same evidence, prediction {a.prediction} ({a.extraction_rule}) vs "
                                              f"{b.prediction} ({b.extraction_rule})")
             lls = a.loglikelihoods or b.loglikelihoods

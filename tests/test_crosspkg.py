@@ -78,6 +78,8 @@ def test_items_table_and_native_diffs(compared) -> None:
     diffs = json.loads((out / "diffs.json").read_text())
     native = diffs["truthfulqa:core~lm_eval-native"]
     assert native and all(d["cause"] == "prompt" for d in native)  # lm-eval's primer prompt
+    helm_native = diffs["truthfulqa:core~helm-native"]
+    assert all("a generation, read by HELM exact match" in d["differences"]["readout"] for d in helm_native)
     assert "Q: What is human life expectancy" in native[0]["differences"]["prompt"]
     assert not [d for key, entries in diffs.items() if "native" not in key for d in entries if d["finding"]]
     report = (out / "report.md").read_text()
@@ -136,6 +138,9 @@ def _item(**changes: object) -> HarnessItem:
         ({"loglikelihoods": [-1.0, -1.5]}, "evidence", True),
         ({"loglikelihoods": [-1.00005, -2.0]}, None, False),  # within the 1e-4 tolerance
         ({"loglikelihoods": [-1.0, -1.00005], "prediction": 1}, "evidence", True),
+        # The scoring rule: a generated answer read by exact match against candidate loglikelihoods.
+        ({"loglikelihoods": None, "raw_output": "A", "extraction_rule": "HELM exact match of 'A'",
+          "scoring_contexts": [], "generation_prompt": "ctx Answer:"}, "evidence", True),
     ],
 )
 def test_item_diff_causes(changes: dict, cause: str | None, finding: bool) -> None:
