@@ -5,6 +5,8 @@ Every bad input ends in one line on stderr (``error: ... -- fix: ...``) and exit
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import sys
 from pathlib import Path
@@ -14,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .errors import SafetyReproError
+from .errors import ConfigError, SafetyReproError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="SafetyRepro: alignment benchmarks under explicit, hash-anchored configurations.")
@@ -103,6 +105,59 @@ def run_cmd(
     console.print(metrics_table([result.summary], f"config {cfg.config_hash()[:12]}"))
     if out:
         console.print(f"records: {out / 'records.jsonl'}\nsummary: {out / 'summary.json'}")
+
+
+@app.command("plan")
+def plan_cmd(
+    grid_file: Annotated[Optional[Path], typer.Argument(help="grid.yaml (models, benchmarks, factor levels, "
+                                                            "exclusions, limit, seed).")] = None,
+    preset: Annotated[Optional[str], typer.Option(help="paper, core or mini instead of a grid file.")] = None,
+    models: Annotated[Optional[str], typer.Option(help="With --preset: comma-separated models "
+                                                       "(embedded, HF folders or ids; NAME=PATH to name one).")] = None,
+    quantization: Annotated[str, typer.Option(help="With --preset: none or nf4 for every model.")] = "none",
+    out: Annotated[Optional[Path], typer.Option(help="Write the frozen plan (plan.json) here.")] = None,
+) -> None:
+    """Expand a configuration grid into its frozen, hashed plan of cells, before anything runs."""
+    from pydantic import ValidationError
+
+    from . import atomic
+    from .config import load_config_file
+    from .grid import GridModel, build_grid, plan
+    from .grid import preset as grid_preset
+
+    if (grid_file is None) == (preset is None):
+        raise ConfigError("give either a grid file or --preset", "e.g. `safetyrepro plan grid.yaml` or "
+                                                                 "`safetyrepro plan --preset mini --models embedded`")
+    if grid_file is not None:
+        if models is not None:
+            raise ConfigError("--models applies to --preset only", "list the models in the grid file")
+        grid = build_grid(load_config_file(grid_file), source=str(grid_file))
+    else:
+        entries = [m.strip() for m in (models or "embedded").split(",") if m.strip()]
+        chosen = []
+        for n, entry in enumerate(entries):
+            name, _, path = entry.partition("=") if "=" in entry else (Path(entry).name or f"m{n}", "", entry)
+            chosen.append({"name": name if entry != "embedded" else "embedded", "path": path,
+                           "quantization": quantization})
+        try:
+            grid_models = [GridModel.model_validate(m) for m in chosen]
+        except ValidationError as exc:
+            raise ConfigError(f"--models: {exc.errors()[0]['msg']}", "use NAME=PATH with a simple NAME") from None
+        grid = grid_preset(preset, grid_models)  # type: ignore[arg-type]
+    frozen = plan(grid)
+    cells = frozen["cells"]
+    table = Table(title=f"plan {frozen['plan_sha256'][:16]}: {len(cells)} cells", title_justify="left")
+    for column in ("model", "benchmark", "cells", "computed once"):
+        table.add_column(column)
+    for (model, benchmark), group in itertools.groupby(cells, key=lambda c: (c["model"], c["benchmark"])):
+        group = list(group)
+        table.add_row(model, benchmark, str(len(group)), str(len({c["compute_key"] for c in group})))
+    Console().print(table)
+    print(f"plan_sha256 {frozen['plan_sha256']}")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        atomic.write_text_durably(out, json.dumps(frozen, indent=1) + "\n")
+        print(f"wrote {out}")
 
 
 @app.command("demo")
