@@ -107,22 +107,20 @@ def run_cmd(
         console.print(f"records: {out / 'records.jsonl'}\nsummary: {out / 'summary.json'}")
 
 
-@app.command("plan")
-def plan_cmd(
-    grid_file: Annotated[Optional[Path], typer.Argument(help="grid.yaml (models, benchmarks, factor levels, "
-                                                            "exclusions, limit, seed).")] = None,
-    preset: Annotated[Optional[str], typer.Option(help="paper, core or mini instead of a grid file.")] = None,
-    models: Annotated[Optional[str], typer.Option(help="With --preset: comma-separated models "
-                                                       "(embedded, HF folders or ids; NAME=PATH to name one).")] = None,
-    quantization: Annotated[str, typer.Option(help="With --preset: none or nf4 for every model.")] = "none",
-    out: Annotated[Optional[Path], typer.Option(help="Write the frozen plan (plan.json) here.")] = None,
-) -> None:
-    """Expand a configuration grid into its frozen, hashed plan of cells, before anything runs."""
+GridFile = Annotated[Optional[Path], typer.Argument(help="grid.yaml (models, benchmarks, factor levels, exclusions, "
+                                                          "limit, seed).")]
+Preset = Annotated[Optional[str], typer.Option(help="paper, core or mini instead of a grid file.")]
+Models = Annotated[Optional[str], typer.Option(help="With --preset: comma-separated models (embedded, HF folders or "
+                                                    "ids; NAME=PATH to name one).")]
+Quantization = Annotated[str, typer.Option(help="With --preset: none or nf4 for every model.")]
+
+
+def _grid(grid_file: Path | None, preset: str | None, models: str | None, quantization: str) -> Any:
+    """The grid a command names: a file, or a preset with models."""
     from pydantic import ValidationError
 
-    from . import atomic
     from .config import load_config_file
-    from .grid import GridModel, build_grid, plan
+    from .grid import GridModel, build_grid
     from .grid import preset as grid_preset
 
     if (grid_file is None) == (preset is None):
@@ -131,20 +129,28 @@ def plan_cmd(
     if grid_file is not None:
         if models is not None:
             raise ConfigError("--models applies to --preset only", "list the models in the grid file")
-        grid = build_grid(load_config_file(grid_file), source=str(grid_file))
-    else:
-        entries = [m.strip() for m in (models or "embedded").split(",") if m.strip()]
-        chosen = []
-        for n, entry in enumerate(entries):
-            name, _, path = entry.partition("=") if "=" in entry else (Path(entry).name or f"m{n}", "", entry)
-            chosen.append({"name": name if entry != "embedded" else "embedded", "path": path,
-                           "quantization": quantization})
-        try:
-            grid_models = [GridModel.model_validate(m) for m in chosen]
-        except ValidationError as exc:
-            raise ConfigError(f"--models: {exc.errors()[0]['msg']}", "use NAME=PATH with a simple NAME") from None
-        grid = grid_preset(preset, grid_models)  # type: ignore[arg-type]
-    frozen = plan(grid)
+        return build_grid(load_config_file(grid_file), source=str(grid_file))
+    chosen = []
+    for n, entry in enumerate(m.strip() for m in (models or "embedded").split(",") if m.strip()):
+        name, _, path = entry.partition("=") if "=" in entry else (Path(entry).name or f"m{n}", "", entry)
+        chosen.append({"name": name, "path": path, "quantization": quantization})
+    try:
+        grid_models = [GridModel.model_validate(m) for m in chosen]
+    except ValidationError as exc:
+        raise ConfigError(f"--models: {exc.errors()[0]['msg']}", "use NAME=PATH with a simple NAME") from None
+    return grid_preset(preset, grid_models)  # type: ignore[arg-type]
+
+
+@app.command("plan")
+def plan_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models = None,
+             quantization: Quantization = "none",
+             out: Annotated[Optional[Path], typer.Option(help="Write the frozen plan (plan.json) here.")] = None,
+             ) -> None:
+    """Expand a configuration grid into its frozen, hashed plan of cells, before anything runs."""
+    from . import atomic
+    from .grid import plan
+
+    frozen = plan(_grid(grid_file, preset, models, quantization))
     cells = frozen["cells"]
     table = Table(title=f"plan {frozen['plan_sha256'][:16]}: {len(cells)} cells", title_justify="left")
     for column in ("model", "benchmark", "cells", "computed once"):
@@ -158,6 +164,41 @@ def plan_cmd(
         out.parent.mkdir(parents=True, exist_ok=True)
         atomic.write_text_durably(out, json.dumps(frozen, indent=1) + "\n")
         print(f"wrote {out}")
+
+
+@app.command("grid")
+def grid_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models = None,
+             quantization: Quantization = "none",
+             out: Annotated[Path, typer.Option(help="The run's folder (plan, request log, results).")] = Path("grid"),
+             overwrite: Annotated[bool, typer.Option(help="Discard another plan's log and results in --out.")] = False,
+             data_dir: DataDir = None) -> None:
+    """Run a grid (or resume it: only if its log is a prefix of this plan), logging every request."""
+    from .gridrun import run_grid
+    from .runner import _out_path
+
+    grid = _grid(grid_file, preset, models, quantization)
+    target = _out_path(out)
+    assert target is not None
+    summary = run_grid(grid, target, data_dir=data_dir, overwrite=overwrite, notify=_note)
+    print(f"{summary['cells']} cells from {summary['requests']} unique requests "
+          f"({summary.get('requests_asked_by_cells', '?')} asked by the cells); results in {target / 'cells.parquet'}")
+
+
+@app.command("verify")
+def verify_cmd(folder: Annotated[Path, typer.Argument(help="A grid run's folder.")], data_dir: DataDir = None) -> None:
+    """Re-check a finished grid run: plan, hash chain, plan prefix, completeness, manifest (read-only)."""
+    from .gridrun import verify
+
+    if data_dir is not None:
+        os.environ["SAFETYREPRO_DATA_DIR"] = str(data_dir)
+    if not folder.is_dir():
+        raise ConfigError(f"{folder} is not a folder", "pass a grid run's --out folder")
+    problems = verify(folder)
+    for problem in problems:
+        print(f"FAIL {problem}")
+    if problems:
+        raise typer.Exit(1)
+    print(f"OK {folder}: plan, request log and every artefact verify")
 
 
 @app.command("demo")

@@ -74,6 +74,8 @@ class GridConfig(BaseModel):
     seed: int = Field(default=1234, ge=0, le=2**32 - 1)
     n_resamples: int = Field(default=1000, ge=0, le=100_000)
     batch_size: int = Field(default=8, ge=1, le=512)
+    max_new_tokens: int | None = Field(default=None, ge=1, le=4096)
+    """Generation budget of every cell (default: the core's, 32 direct and 256 reasoning)."""
 
     @field_validator("benchmarks", "templates", "scorings", "fewshots", "decodings")
     @classmethod
@@ -180,7 +182,8 @@ def plan(grid: GridConfig) -> dict[str, Any]:
             continue
         config = build_config({"benchmark": benchmark, "template": template, "scoring": scoring, "fewshot": fewshot,
                                "decoding": decoding, "model": model.spec.model_dump(), "limit": grid.limit,
-                               "seed": grid.seed, "n_resamples": grid.n_resamples, "batch_size": grid.batch_size},
+                               "seed": grid.seed, "n_resamples": grid.n_resamples, "batch_size": grid.batch_size,
+                               "max_new_tokens": grid.max_new_tokens},
                               source=f"grid cell {fields}")
         reasoning = _registry.get_style(template).reasoning
         same_as = config if scoring != "logprob" or reasoning else config.model_copy(update={"decoding": "greedy"})

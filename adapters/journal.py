@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,10 +51,11 @@ class Journal:
         self._prev = ""
         self._seq = 0
 
-    def open(self, align: int = 1) -> Resumed:
+    def open(self, align: int | Callable[[int], int] = 1) -> Resumed:
         """Read what is there (checking chain and plan prefix), keep the longest prefix whose
         length is a multiple of ``align`` (a run that works in chunks redoes a partial chunk, so
-        it computes exactly what an uninterrupted run would), and make it ready to append."""
+        it computes exactly what an uninterrupted run would; ``align`` may also map the number of
+        entries read to the number to keep, for chunks of varying size), and make it ready to append."""
         notes: list[str] = []
         bodies: list[dict[str, Any]] = []
         header = {"format": FORMAT, "anchor": self.anchor, "plan_sha256": _digest({"plan": self.plan})}
@@ -84,7 +85,7 @@ class Journal:
                     raise ConfigError(f"journal {self.path} entry {n} is {entry['key']!r}, the plan expects {expected!r}",
                                       "pass --overwrite to discard it and start over")
                 bodies.append(entry["body"])
-            keep = len(bodies) - len(bodies) % max(align, 1)
+            keep = align(len(bodies)) if callable(align) else len(bodies) - len(bodies) % max(align, 1)
             if keep < len(bodies):
                 notes.append(f"{self.path}: dropped {len(bodies) - keep} record(s) of an unfinished chunk; "
                              "they are recomputed")
@@ -131,3 +132,35 @@ class Journal:
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+def verify(path: Path, anchor: str, plan: Sequence[str]) -> list[str]:
+    """Problems with a journal, read-only: header, hash chain, order against the plan, a torn or
+    foreign line. An empty list means it is an intact prefix of the plan."""
+    header = {"format": FORMAT, "anchor": anchor, "plan_sha256": _digest({"plan": list(plan)})}
+    if not path.is_file():
+        return [f"{path.name} is missing"]
+    raw = path.read_bytes()
+    if raw and not raw.endswith(b"\n"):
+        return [f"{path.name}: the last line is torn (no newline): truncated or interrupted"]
+    problems: list[str] = []
+    prev = ""
+    for n, line in enumerate(raw.split(b"\n")[:-1]):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            return [f"{path.name} line {n + 1} is not JSON (edited)"]
+        if n == 0:
+            if entry != {"header": header, "sha256": _digest({"header": header})}:
+                return [f"{path.name}: the header does not name this plan (edited, or another run's log)"]
+            prev = entry["sha256"]
+            continue
+        body = {k: entry.get(k) for k in ("seq", "key", "prev", "body")} if isinstance(entry, dict) else {}
+        if entry.get("sha256") != _digest(body):
+            return [f"{path.name} entry {n - 1}: its content does not match its hash (edited)"]
+        if entry.get("prev") != prev or entry.get("seq") != n - 1:
+            return [f"{path.name} entry {n - 1}: the chain is broken (reordered, deleted or spliced)"]
+        if n - 1 >= len(plan) or entry.get("key") != plan[n - 1]:
+            return [f"{path.name} entry {n - 1}: {entry.get('key')!r} is not the plan's request there (foreign)"]
+        prev = entry["sha256"]
+    return problems

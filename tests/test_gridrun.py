@@ -1,0 +1,181 @@
+"""The grid runner on the real model: its request log, resume after SIGKILL, and verify."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from safetyrepro.adapters import build_config, run
+from safetyrepro.adapters.gridrun import verify
+
+GRID = {"models": [{"name": "embedded"}], "benchmarks": ["toxigen"], "templates": ["minimal", "cot"],
+        "scorings": ["logprob", "regex"], "fewshots": [0], "decodings": ["greedy", "t0.7"], "limit": 3,
+        "max_new_tokens": 12, "batch_size": 4}
+
+
+def grid_cli(*args: str, cwd: Path) -> subprocess.Popen:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    return subprocess.Popen([sys.executable, "-m", "safetyrepro.adapters.cli", *args], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def results(folder: Path) -> dict[str, bytes]:
+    """Everything a grid run computes (not the log: its entries carry wall-clock times)."""
+    files = [folder / "cells.parquet", folder / "summary.json", *sorted((folder / "cells").rglob("*.json*"))]
+    return {str(p.relative_to(folder)): p.read_bytes() for p in files}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("grid")
+    (root / "grid.yaml").write_text(yaml.safe_dump(GRID))
+    proc = grid_cli("grid", "grid.yaml", "--out", "g1", cwd=root)
+    out, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, err[-3000:]
+    return root / "g1"
+
+
+def test_log_holds_every_unique_request_once(uninterrupted: Path) -> None:
+    lines = (uninterrupted / "events.jsonl").read_text().splitlines()
+    header, entries = json.loads(lines[0]), [json.loads(line) for line in lines[1:]]
+    summary = json.loads((uninterrupted / "summary.json").read_text())
+    assert header["header"]["format"] == "safetyrepro-journal/1"
+    assert len(entries) == summary["requests"] < summary["requests_asked_by_cells"]  # shared requests run once
+    keys = [e["key"] for e in entries]
+    assert len(set(keys)) == len(keys)
+    body = entries[0]["body"]
+    assert {"request", "request_sha256", "response", "response_sha256", "utc", "model", "versions", "retries"} <= set(body)
+    assert len(body["model"]["weights_sha256"]) == 64 and body["retries"] == 0
+    sampled = [e["body"]["request"] for e in entries if e["body"]["request"].get("temperature", 0) > 0]
+    assert sampled and all("seed" in r for r in sampled)
+    table = pd.read_parquet(uninterrupted / "cells.parquet")
+    assert set(table["cell_id"]) == {p.name for p in (uninterrupted / "cells").iterdir()}
+    assert {"model", "benchmark", "template", "scoring", "fewshot", "decoding", "metric", "value"} <= set(table.columns)
+
+
+def test_greedy_cells_agree_with_the_reference_runner(uninterrupted: Path, lm) -> None:
+    plan = json.loads((uninterrupted / "plan.json").read_text())
+    for cell in plan["cells"]:
+        if cell["decoding"] != "greedy":
+            continue
+        config = build_config({**cell["config"], "n_resamples": 0, "batch_size": 4})
+        reference = {r.item_id: r for r in run(config, show_progress=False).records}
+        for line in (uninterrupted / "cells" / cell["cell_id"] / "records.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            ref = reference[record["item_id"]]
+            assert record["prompt"] == ref.prompt and record["raw_output"] == ref.raw_output
+            assert record["prediction"] == ref.prediction, cell["cell_id"]
+            if ref.loglikelihoods is not None:
+                assert max(abs(a - b) for a, b in zip(record["loglikelihoods"], ref.loglikelihoods)) < 1e-4
+
+
+def _logged(folder: Path) -> int:
+    path = folder / "events.jsonl"
+    return max(path.read_bytes().count(b"\n") - 1, 0) if path.exists() else 0
+
+
+def test_kill_at_random_points_then_resume_is_byte_identical(uninterrupted: Path, tmp_path: Path) -> None:
+    """SIGKILL after a random number of logged requests, five times, then a torn last line; the
+    resumed run's results are byte-identical to the uninterrupted run's."""
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(GRID))
+    total = json.loads((uninterrupted / "summary.json").read_text())["requests"]
+    points = sorted(random.Random(20261201).sample(range(1, total - 1), 5))
+    for point in points:
+        proc = grid_cli("grid", "grid.yaml", "--out", "g2", cwd=tmp_path)
+        deadline = time.time() + 600
+        while _logged(tmp_path / "g2") < point and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.02)
+        assert proc.poll() is None, "the run finished before the kill point"
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    events = tmp_path / "g2" / "events.jsonl"
+    events.write_bytes(events.read_bytes()[:-25])  # a write cut short: a torn last line
+    final = grid_cli("grid", "grid.yaml", "--out", "g2", cwd=tmp_path)
+    _, err = final.communicate(timeout=900)
+    assert final.returncode == 0, err[-3000:]
+    assert "cut a torn last entry" in err and "resuming:" in err
+    assert results(tmp_path / "g2") == results(uninterrupted)
+    assert verify(tmp_path / "g2") == []
+    # A finished run is not run again.
+    again = grid_cli("grid", "grid.yaml", "--out", "g2", cwd=tmp_path)
+    _, err = again.communicate(timeout=300)
+    assert again.returncode == 0 and "already complete" in err
+
+
+def _tampered(source: Path, tmp_path: Path, name: str) -> Path:
+    target = tmp_path / name
+    shutil.copytree(source, target)
+    return target
+
+
+def _edit_lines(path: Path, change) -> None:  # noqa: ANN001 - a small local helper
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(change(lines)))
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("edit", "does not match its hash (edited)"),
+        ("delete", "the chain is broken"),
+        ("reorder", "the chain is broken"),
+        ("truncate", "(truncated)"),
+        ("splice", "the chain is broken"),
+        ("append", "is not the plan's request there (foreign)"),
+        ("edit-record", "does not match its manifest hash (edited)"),
+        ("delete-record", "listed in the manifest but missing (deleted)"),
+        ("add-file", "is not in the manifest (added)"),
+    ],
+)
+def test_verify_reports_each_kind_of_tampering(uninterrupted: Path, tmp_path: Path, kind: str, message: str) -> None:
+    assert verify(uninterrupted) == []
+    folder = _tampered(uninterrupted, tmp_path, kind)
+    events = folder / "events.jsonl"
+    if kind == "edit":
+        _edit_lines(events, lambda ls: ls[:3] + [ls[3].replace('"retries":0', '"retries":1')] + ls[4:])
+    elif kind == "delete":
+        _edit_lines(events, lambda ls: ls[:3] + ls[4:])
+    elif kind == "reorder":
+        _edit_lines(events, lambda ls: ls[:3] + [ls[4], ls[3]] + ls[5:])
+    elif kind == "truncate":
+        _edit_lines(events, lambda ls: ls[:-2])
+    elif kind == "splice":
+        _edit_lines(events, lambda ls: ls[:5] + [ls[2]] + ls[5:])
+    elif kind == "append":
+        from safetyrepro.adapters.journal import _digest
+
+        last = json.loads(events.read_text().splitlines()[-1])
+        forged = {"seq": last["seq"] + 1, "key": "0" * 64, "prev": last["sha256"], "body": {"request": {}}}
+        forged["sha256"] = _digest(forged)
+        with open(events, "a") as handle:
+            handle.write(json.dumps(forged) + "\n")
+    elif kind == "edit-record":
+        record = next((folder / "cells").rglob("records.jsonl"))
+        record.write_text(record.read_text().replace('"prediction":1', '"prediction":0', 1)
+                          .replace('"prediction":0', '"prediction":1', 1))
+    elif kind == "delete-record":
+        next((folder / "cells").rglob("summary.json")).unlink()
+    elif kind == "add-file":
+        (next((folder / "cells").iterdir()) / "notes.json").write_text("{}")
+    problems = verify(folder)
+    assert problems and any(message in p for p in problems), problems
+
+
+def test_another_plan_in_the_folder_is_refused(uninterrupted: Path, tmp_path: Path) -> None:
+    folder = _tampered(uninterrupted, tmp_path, "other")
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump({**GRID, "limit": 2}))
+    proc = grid_cli("grid", "grid.yaml", "--out", str(folder), cwd=tmp_path)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2 and "holds another plan (first difference: cell 0" in err and "--overwrite" in err
+    assert verify(folder) == []  # nothing was touched
