@@ -180,6 +180,17 @@ def grid_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
     target = _out_path(out)
     assert target is not None
     summary = run_grid(grid, target, data_dir=data_dir, overwrite=overwrite, notify=_note)
+    import pandas as pd
+
+    cells = pd.read_parquet(target / "cells.parquet")
+    table = Table(title=f"grid {summary['plan_sha256'][:16]}: primary metric per cell", title_justify="left")
+    columns = ["model", "benchmark", "template", "scoring", "fewshot", "decoding", "metric"]
+    for column in [*columns, "value [95% CI]"]:
+        table.add_column(column, no_wrap=True)
+    for row in cells[cells["primary"]].itertuples():
+        value = "n/a" if row.value != row.value else f"{row.value:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}]"
+        table.add_row(*(str(getattr(row, c)) for c in columns), value)
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
     print(f"{summary['cells']} cells from {summary['requests']} unique requests "
           f"({summary.get('requests_asked_by_cells', '?')} asked by the cells); results in {target / 'cells.parquet'}")
 

@@ -124,11 +124,15 @@ class GridConfig(BaseModel):
         names = [m.name for m in self.models]
         if len(set(names)) != len(names):
             raise ValueError("two models share a name")
-        allowed = {"model", "benchmark", *FACTORS}
+        levels = {"model": names, "benchmark": self.benchmarks, "template": self.templates,
+                  "scoring": self.scorings, "fewshot": self.fewshots, "decoding": self.decodings}
         for n, exclusion in enumerate(self.exclusions):
-            unknown = sorted(set(exclusion) - allowed)
+            unknown = sorted(set(exclusion) - set(levels))
             if unknown or not exclusion:
-                raise ValueError(f"exclusion {n} names {unknown or 'nothing'}; use keys from {sorted(allowed)}")
+                raise ValueError(f"exclusion {n} names {unknown or 'nothing'}; use keys from {sorted(levels)}")
+            for key, value in exclusion.items():
+                if value not in levels[key]:  # a typo would silently exclude nothing
+                    raise ValueError(f"exclusion {n}: {key} {value!r} is not one of the grid's levels {levels[key]}")
         return self
 
     def canonical_json(self) -> str:

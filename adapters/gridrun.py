@@ -40,6 +40,7 @@ from .config import RunConfig
 from .errors import ConfigError
 from .grid import GridConfig, build_grid, plan
 from .journal import Journal, verify as verify_journal
+from .runner import _versions
 from .scoring import generation_budget, logprob_context, make_record, score_generation, score_loglikelihoods
 
 EVENTS = "events.jsonl"
@@ -163,22 +164,19 @@ class GridPlan:
 
 # ---- running -----------------------------------------------------------------------------------
 
-def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for name in ("safetyrepro", "torch", "transformers", "tokenizers", "bitsandbytes"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "not installed"
-    return out
-
-
 def weights_sha256(folder: str) -> str:
-    """SHA-256 over the model folder's weight files (name and bytes, sorted): the model's identity."""
+    """SHA-256 over the model folder's weight files (name and bytes, sorted): the model's identity.
+    An HF id is resolved to its local snapshot; one that cannot be is identified by name only
+    (``id:`` prefix), which the log then says."""
     digest = hashlib.sha256()
     root = Path(folder)
+    if not root.is_dir():
+        try:
+            from huggingface_hub import snapshot_download
+
+            root = Path(snapshot_download(folder, local_files_only=True))
+        except Exception:  # noqa: BLE001 - any failure means: not resolvable to bytes here
+            return "id:" + folder
     for path in sorted(p for p in root.iterdir() if p.suffix in (".safetensors", ".bin", ".gguf") and p.is_file()):
         digest.update(path.name.encode())
         with open(path, "rb") as handle:
@@ -195,6 +193,61 @@ def _write_atomic(path: Path, data: bytes) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
+
+
+def identity(model: Any) -> dict[str, Any]:
+    """What a model's responses depend on: its weights and the runtime that computes with them
+    (NF4 on CPU depends on the CPU's kernel path; thread count moves nothing measurable)."""
+    from .models.base import runtime_facts
+    from .models.hf import weights_path
+
+    facts = runtime_facts(model.quantization, "cpu")
+    return {"name": model.name, "path": model.path, "quantization": model.quantization,
+            "weights_sha256": weights_sha256(weights_path(model.spec)),
+            "runtime": {k: v for k, v in facts.items() if k != "torch_threads"}}
+
+
+def run_anchor(frozen: dict[str, Any], prepared: GridPlan, identities: dict[str, Any], versions: dict[str, str]) -> str:
+    """What ``events.jsonl`` belongs to: this plan, its request list, these models and libraries."""
+    return _sha(_canonical({"plan_sha256": frozen["plan_sha256"], "requests": prepared.keys,
+                            "models": identities, "versions": versions}))
+
+
+def _check_resumable(path: Path, prepared: GridPlan, identities: dict[str, Any], versions: dict[str, str]) -> None:
+    """Name what differs before the journal refuses a log it does not belong to."""
+    if not path.is_file():
+        return
+    for n, line in enumerate(path.read_bytes().split(b"\n")[1:-1]):
+        try:
+            entry = json.loads(line)
+            key, body = entry["key"], entry["body"]
+        except (ValueError, KeyError, TypeError):
+            return  # the journal names a corrupt line itself
+        if n >= len(prepared.keys) or key != prepared.keys[n]:
+            request = body.get("request", {}) if isinstance(body, dict) else {}
+            raise ConfigError(f"{path} request {n} ({request.get('kind')} for {request.get('model')}) is not this "
+                              "plan's request there: the prompts, candidates or decoding changed since it was logged",
+                              "rerun with what wrote it, or pass --overwrite to start over")
+        model = body.get("model", {})
+        if model != identities.get(model.get("name")) or body.get("versions") != versions:
+            raise ConfigError(f"{path} was written by other model weights, runtime or library versions "
+                              f"({model.get('name')}: {str(model.get('weights_sha256'))[:12]}...)",
+                              "resume with the same models and libraries, or pass --overwrite to start over")
+
+
+def _clear(out: Path) -> None:
+    import shutil
+
+    for name in (PLAN, EVENTS, MANIFEST, "cells.parquet", "summary.json"):
+        (out / name).unlink(missing_ok=True)
+    shutil.rmtree(out / "cells", ignore_errors=True)
+
+
+def _remove_leftovers(out: Path) -> None:
+    """Temporary files an interrupted results write left behind (``.<name>.*``)."""
+    for path in [*out.glob(".*"), *(out / "cells").rglob(".*")]:
+        if path.is_file():
+            path.unlink()
 
 
 def _execute(requests: list[Request], lm: Any, responses: dict[str, Any]) -> list[Any]:
@@ -226,26 +279,34 @@ def run_grid(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
     frozen = plan(grid)
     out.mkdir(parents=True, exist_ok=True)
     plan_path = out / PLAN
-    if plan_path.exists():
-        existing = json.loads(plan_path.read_text())
-        if existing.get("plan_sha256") != frozen["plan_sha256"] and not overwrite:
-            first = next((f"cell {a['index']} ({a['cell_id']} vs {b['cell_id']})"
-                          for a, b in zip(existing.get("cells", []), frozen["cells"]) if a != b),
-                         f"the grid ({len(existing.get('cells', []))} vs {len(frozen['cells'])} cells)")
+    if overwrite:
+        _clear(out)
+    elif plan_path.exists():
+        try:
+            existing = json.loads(plan_path.read_text())
+            assert isinstance(existing, dict)
+        except (ValueError, AssertionError, UnicodeDecodeError):
+            raise ConfigError(f"{plan_path} is not a plan (edited or corrupted)",
+                              "choose another --out, or pass --overwrite to start this grid there") from None
+        if existing.get("plan_sha256") != frozen["plan_sha256"]:
+            first = next((f"cell {a.get('index')} ({a.get('cell_id')} vs {b['cell_id']})"
+                          for a, b in zip(existing.get("cells") or [], frozen["cells"]) if a != b),
+                         f"the grid ({len(existing.get('cells') or [])} vs {len(frozen['cells'])} cells)")
             raise ConfigError(f"{out} holds another plan (first difference: {first})",
                               "run the grid that made it, choose another --out, or pass --overwrite")
-        if existing.get("plan_sha256") != frozen["plan_sha256"] or overwrite:
-            for name in (EVENTS, MANIFEST, "cells.parquet"):
-                (out / name).unlink(missing_ok=True)
-    if (out / MANIFEST).exists() and not overwrite:
+    _remove_leftovers(out)
+    if (out / MANIFEST).exists():
         notify(f"{out}: this plan is already complete (verify it with `safetyrepro verify {out}`)")
         return json.loads((out / "summary.json").read_text())
     notify(f"planning {len(frozen['cells'])} cells ...")
     prepared = GridPlan(frozen, grid, data_dir)
-    _write_atomic(plan_path, (json.dumps(frozen, indent=1) + "\n").encode())
-    anchor = _sha(_canonical({"plan_sha256": frozen["plan_sha256"], "requests": prepared.keys}))
+    identities = {m.name: identity(m) for m in grid.models}
+    versions = _versions()
+    anchor = run_anchor(frozen, prepared, identities, versions)
+    _check_resumable(out / EVENTS, prepared, identities, versions)
     journal = Journal(out / EVENTS, anchor, prepared.keys)
     resumed = journal.open(align=prepared.keep)
+    _write_atomic(plan_path, (json.dumps(frozen, indent=1) + "\n").encode())
     for note in resumed.notes:
         notify(note)
     responses: dict[str, Any] = {}
@@ -253,19 +314,20 @@ def run_grid(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
         responses[key] = body["response"]
     if resumed.bodies:
         notify(f"resuming: {len(resumed.bodies)} of {len(prepared.keys)} requests already in {EVENTS}")
-    versions = _versions()
-    identities: dict[str, dict[str, str]] = {}
     models = {m.name: m for m in grid.models}
+    loaded = None
     with tqdm(total=len(prepared.keys), initial=len(resumed.bodies), desc="requests", disable=not show_progress) as bar:
         for start, stop in prepared.batches:
             if stop <= len(resumed.bodies):
                 continue
             requests = [prepared.requests[k] for k in prepared.keys[start:stop]]
             name = requests[0].model
-            lm = load_model(models[name].spec)
-            if name not in identities:
-                identities[name] = {"name": name, "path": models[name].path, "weights_sha256":
-                                    weights_sha256(lm.info.weights_path)}
+            if loaded is not None and loaded != name:  # model-major order: the previous one is done
+                load_model.cache_clear()
+                import gc
+
+                gc.collect()
+            lm, loaded = load_model(models[name].spec), name
             results = _execute(requests, lm, responses)
             for key, request, result in zip(prepared.keys[start:stop], requests, results):
                 responses[key] = result
@@ -273,6 +335,7 @@ def run_grid(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
                     "request": request.body(), "request_sha256": request.key,
                     "response": result, "response_sha256": _sha(_canonical(result)),
                     "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+                    # A local model answers or raises: there is nothing to retry (endpoints will).
                     "model": identities[name], "versions": versions, "retries": 0})
             bar.update(stop - start)
             from . import atomic
@@ -320,28 +383,41 @@ def _write_results(out: Path, frozen: dict[str, Any], prepared: GridPlan, respon
     summary = {"plan_sha256": frozen["plan_sha256"], "cells": len(prepared.cells), "requests": len(prepared.keys),
                "requests_asked_by_cells": asked}
     _write_atomic(out / "summary.json", (json.dumps(summary, indent=1) + "\n").encode())
-    _write_atomic(out / MANIFEST, (json.dumps(manifest(out), indent=1, sort_keys=True) + "\n").encode())
+    _write_atomic(out / MANIFEST, (json.dumps(manifest(out, frozen), indent=1, sort_keys=True) + "\n").encode())
     return summary
 
 
-def manifest(out: Path) -> dict[str, str]:
-    """SHA-256 of every artefact of a grid run (everything but the manifest itself)."""
+MANIFEST_FORMAT = "safetyrepro-manifest/1"
+
+
+def expected_files(frozen: dict[str, Any]) -> list[str]:
+    """Every artefact a finished run of this plan has (besides the manifest)."""
+    files = [PLAN, EVENTS, "cells.parquet", "summary.json"]
+    for cell in frozen["cells"]:
+        files += [f"cells/{cell['cell_id']}/records.jsonl", f"cells/{cell['cell_id']}/summary.json"]
+    return files
+
+
+def manifest(out: Path, frozen: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The plan hash, the last event's hash and the SHA-256 of every artefact of the plan."""
     from .datafiles import sha256_of
 
-    files = [PLAN, EVENTS, "cells.parquet", "summary.json"]
-    files += sorted(str(p.relative_to(out)) for p in (out / "cells").rglob("*") if p.is_file())
-    return {name: sha256_of(out / name) for name in files if (out / name).is_file()}
+    frozen = frozen or json.loads((out / PLAN).read_text())
+    last = (out / EVENTS).read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    return {"format": MANIFEST_FORMAT, "plan_sha256": frozen["plan_sha256"],
+            "events_last_sha256": json.loads(last).get("sha256"),
+            "files": {name: sha256_of(out / name) for name in expected_files(frozen) if (out / name).is_file()}}
 
 
 def verify(out: Path) -> list[str]:
     """Everything wrong with a finished grid run, read-only: the plan (recomputed from its own
-    grid), the log (chain, plan order, completeness), the manifest (every artefact's hash, nothing
-    missing, nothing added). An empty list: intact."""
+    grid), the log (header, chain, plan order, completeness), the artefacts (each file of the plan
+    present, none added, every hash as the manifest says). An empty list: intact."""
     problems: list[str] = []
     try:
         frozen = json.loads((out / PLAN).read_text())
         grid = build_grid(frozen["grid"], source=str(out / PLAN))
-    except (OSError, ValueError, KeyError, ConfigError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, ConfigError) as exc:
         return [f"{PLAN} is missing or unreadable ({type(exc).__name__})"]
     if plan(grid) != frozen:
         problems.append(f"{PLAN} is not the plan of its own grid (edited)")
@@ -349,22 +425,37 @@ def verify(out: Path) -> list[str]:
         prepared = GridPlan(frozen, grid, None)
     except ConfigError as exc:
         return problems + [f"the plan cannot be prepared here ({exc.what})"]
-    anchor = _sha(_canonical({"plan_sha256": frozen["plan_sha256"], "requests": prepared.keys}))
-    problems += verify_journal(out / EVENTS, anchor, prepared.keys)
-    if not problems:
-        entries = (out / EVENTS).read_bytes().count(b"\n") - 1
-        if entries != len(prepared.keys):
-            problems.append(f"{EVENTS} holds {entries} of the plan's {len(prepared.keys)} requests (truncated)")
+    bodies = []
+    for line in ((out / EVENTS).read_bytes().split(b"\n")[1:-1] if (out / EVENTS).is_file() else []):
+        try:
+            entry = json.loads(line)
+            bodies.append(entry["body"] if isinstance(entry, dict) and isinstance(entry.get("body"), dict) else {})
+        except ValueError:
+            bodies.append({})
+    identities = {b["model"]["name"]: b["model"] for b in reversed(bodies) if isinstance(b.get("model"), dict)}
+    versions = bodies[0].get("versions", {}) if bodies else {}
+    log = verify_journal(out / EVENTS, run_anchor(frozen, prepared, identities, versions), prepared.keys)
+    problems += log
+    if not log and len(bodies) != len(prepared.keys):
+        problems.append(f"{EVENTS} holds {len(bodies)} of the plan's {len(prepared.keys)} requests (truncated)")
     try:
         recorded = json.loads((out / MANIFEST).read_text())
-    except (OSError, ValueError):
+        files = recorded["files"]
+        assert isinstance(files, dict)
+    except (OSError, ValueError, KeyError, TypeError, AssertionError):
         return problems + [f"{MANIFEST} is missing or unreadable"]
-    present = manifest(out)
-    for name in sorted(set(recorded) | set(present)):
-        if name not in present:
-            problems.append(f"{name} is listed in the manifest but missing (deleted)")
-        elif name not in recorded:
-            problems.append(f"{name} is not in the manifest (added)")
-        elif recorded[name] != present[name]:
+    if recorded.get("plan_sha256") != frozen["plan_sha256"]:
+        problems.append(f"{MANIFEST} belongs to another plan")
+    expected = set(expected_files(frozen))
+    present = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()} - {MANIFEST}
+    for name in sorted(expected - present):
+        problems.append(f"{name} is missing (deleted)")
+    for name in sorted(present - expected):
+        problems.append(f"{name} is not an artefact of this plan (added)")
+    now = manifest(out, frozen)
+    for name in sorted(expected & present):
+        if files.get(name) != now["files"].get(name):
             problems.append(f"{name} does not match its manifest hash (edited)")
+    if not log and recorded.get("events_last_sha256") != now["events_last_sha256"]:
+        problems.append(f"{EVENTS} does not end where the manifest says (truncated or appended)")
     return problems

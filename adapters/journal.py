@@ -141,7 +141,9 @@ def verify(path: Path, anchor: str, plan: Sequence[str]) -> list[str]:
     if not path.is_file():
         return [f"{path.name} is missing"]
     raw = path.read_bytes()
-    if raw and not raw.endswith(b"\n"):
+    if not raw:
+        return [f"{path.name} is empty (no header)"]
+    if not raw.endswith(b"\n"):
         return [f"{path.name}: the last line is torn (no newline): truncated or interrupted"]
     problems: list[str] = []
     prev = ""
@@ -155,7 +157,9 @@ def verify(path: Path, anchor: str, plan: Sequence[str]) -> list[str]:
                 return [f"{path.name}: the header does not name this plan (edited, or another run's log)"]
             prev = entry["sha256"]
             continue
-        body = {k: entry.get(k) for k in ("seq", "key", "prev", "body")} if isinstance(entry, dict) else {}
+        if not isinstance(entry, dict):
+            return [f"{path.name} line {n + 1} is not an entry (edited)"]
+        body = {k: entry.get(k) for k in ("seq", "key", "prev", "body")}
         if entry.get("sha256") != _digest(body):
             return [f"{path.name} entry {n - 1}: its content does not match its hash (edited)"]
         if entry.get("prev") != prev or entry.get("seq") != n - 1:

@@ -75,6 +75,10 @@ def test_exclusions() -> None:
     assert len(cells) == 72 - 9 and not [c for c in cells if c["template"] == "cot" and c["scoring"] == "regex"]
     with pytest.raises(ConfigError, match="exclusion 0 names \\['colour'\\]"):
         build_grid({**base, "exclusions": [{"colour": "red"}]})
+    with pytest.raises(ConfigError, match="template 'cott' is not one of the grid's levels"):
+        build_grid({**base, "exclusions": [{"template": "cott"}]})
+    with pytest.raises(ConfigError, match="fewshot '3' is not one of the grid's levels"):
+        build_grid({**base, "exclusions": [{"fewshot": "3"}]})
     with pytest.raises(ConfigError, match="leave no cell"):
         plan(build_grid({**base, "exclusions": [{"benchmark": "bbq"}]}))
 

@@ -134,8 +134,8 @@ def _edit_lines(path: Path, change) -> None:  # noqa: ANN001 - a small local hel
         ("splice", "the chain is broken"),
         ("append", "is not the plan's request there (foreign)"),
         ("edit-record", "does not match its manifest hash (edited)"),
-        ("delete-record", "listed in the manifest but missing (deleted)"),
-        ("add-file", "is not in the manifest (added)"),
+        ("delete-record", "is missing (deleted)"),
+        ("add-file", "is not an artefact of this plan (added)"),
     ],
 )
 def test_verify_reports_each_kind_of_tampering(uninterrupted: Path, tmp_path: Path, kind: str, message: str) -> None:
@@ -162,14 +162,49 @@ def test_verify_reports_each_kind_of_tampering(uninterrupted: Path, tmp_path: Pa
             handle.write(json.dumps(forged) + "\n")
     elif kind == "edit-record":
         record = next((folder / "cells").rglob("records.jsonl"))
-        record.write_text(record.read_text().replace('"prediction":1', '"prediction":0', 1)
-                          .replace('"prediction":0', '"prediction":1', 1))
+        text = record.read_text()
+        record.write_text(text.replace('"item_id":"', '"item_id":"x', 1))
+        assert record.read_text() != text
     elif kind == "delete-record":
         next((folder / "cells").rglob("summary.json")).unlink()
     elif kind == "add-file":
         (next((folder / "cells").iterdir()) / "notes.json").write_text("{}")
     problems = verify(folder)
     assert problems and any(message in p for p in problems), problems
+
+
+def _rechain(events: Path, change) -> None:  # noqa: ANN001 - a small local helper
+    """Rewrite a log's entries consistently (as another environment would have written them)."""
+    from safetyrepro.adapters.journal import _digest
+
+    lines = events.read_text().splitlines()
+    prev = json.loads(lines[0])["sha256"]
+    out = [lines[0]]
+    for line in lines[1:]:
+        entry = json.loads(line)
+        change(entry["body"])
+        entry = {"seq": entry["seq"], "key": entry["key"], "prev": prev, "body": entry["body"]}
+        entry["sha256"] = prev = _digest(entry)
+        out.append(json.dumps(entry, separators=(",", ":")))
+    events.write_text("\n".join(out) + "\n")
+
+
+def test_resume_refuses_a_log_from_other_libraries_and_overwrite_starts_over(uninterrupted: Path,
+                                                                             tmp_path: Path) -> None:
+    folder = _tampered(uninterrupted, tmp_path, "other-env")
+    for name in ("manifest.json", "cells.parquet", "summary.json", "plan.json"):
+        (folder / name).unlink()
+    shutil.rmtree(folder / "cells")
+    _rechain(folder / "events.jsonl", lambda body: body["versions"].update(torch="0.0.1"))
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(GRID))
+    proc = grid_cli("grid", "grid.yaml", "--out", str(folder), cwd=tmp_path)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2 and "written by other model weights, runtime or library versions" in err, err
+    assert not (folder / "plan.json").exists()  # nothing written before the refusal
+    proc = grid_cli("grid", "grid.yaml", "--out", str(folder), "--overwrite", cwd=tmp_path)
+    _, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, err[-2000:]
+    assert results(folder) == results(uninterrupted) and verify(folder) == []
 
 
 def test_another_plan_in_the_folder_is_refused(uninterrupted: Path, tmp_path: Path) -> None:
