@@ -35,6 +35,8 @@ import pandas as pd
 from .errors import ConfigError
 
 FACTORS = ("template", "scoring", "fewshot", "decoding")
+TIE = 1e-9
+"""Differences this small are ties (exact float equality would make 0.3 - 0.2 and 0.2 - 0.1 differ)."""
 
 
 def goodness(scores: pd.Series, direction: Literal["higher", "lower", "target"], target: float | None = None) -> pd.Series:
@@ -66,13 +68,15 @@ def complete_configs(table: pd.DataFrame) -> pd.DataFrame:
 def pairwise_flips(table: pd.DataFrame, *, direction: Literal["higher", "lower", "target"] = "higher",
                    target: float | None = None, resolvable: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per model pair (A, B) of one benchmark: N+, N-, ties, |C_b|, rho_flip, the
-    identifiability verdict; with ``resolvable`` (same shape as the configurations x pairs, bool,
-    columns ``"A|B"``) also the counts and rho_flip over resolvable configurations."""
+    identifiability verdict; with ``resolvable`` (configurations x pairs, bool, columns ``"A|B"``
+    or ``"B|A"``) also the counts, rho_flip and the verdict with differences below the noise as
+    ties (rho over |C_b|, and over the resolvable configurations only)."""
     wide = complete_configs(table)
     better = wide.apply(lambda column: goodness(column, direction, target))
     rows = []
     for a, b in itertools.combinations(sorted(wide.columns), 2):
         diff = better[a] - better[b]
+        diff = diff.where(diff.abs() > TIE, 0.0)
         n_plus, n_minus = int((diff > 0).sum()), int((diff < 0).sum())
         row = {"model_a": a, "model_b": b, "n_configs": len(diff), "n_plus": n_plus, "n_minus": n_minus,
                "ties": len(diff) - n_plus - n_minus,
@@ -83,10 +87,16 @@ def pairwise_flips(table: pd.DataFrame, *, direction: Literal["higher", "lower",
                           "no difference anywhere" if n_plus + n_minus == 0 else
                           "not identifiable: the order flips with the configuration")
         if resolvable is not None:
-            mask = resolvable[f"{a}|{b}"].reindex(diff.index).fillna(False).astype(bool)
+            column = f"{a}|{b}" if f"{a}|{b}" in resolvable else f"{b}|{a}"
+            if column not in resolvable:
+                raise ConfigError(f"the resolvable mask has no column for {a} and {b}",
+                                  f"add a column {a}|{b} (True where the paired difference exceeds the noise)")
+            mask = resolvable[column].reindex(diff.index).fillna(False).astype(bool)
             rp, rm = int(((diff > 0) & mask).sum()), int(((diff < 0) & mask).sum())
             row.update({"resolvable": int(mask.sum()), "n_plus_resolvable": rp, "n_minus_resolvable": rm,
-                        "rho_flip_resolvable": min(rp, rm) / int(mask.sum()) if mask.sum() else math.nan})
+                        "rho_flip_noise_aware": min(rp, rm) / len(diff) if len(diff) else math.nan,
+                        "rho_flip_resolvable": min(rp, rm) / int(mask.sum()) if mask.sum() else math.nan,
+                        "identifiable_noise_aware": (rp == 0 or rm == 0) and rp + rm > 0})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -101,6 +111,7 @@ def orderings(table: pd.DataFrame, *, direction: Literal["higher", "lower", "tar
     counts: Counter[str] = Counter()
     for _, row in better.iterrows():
         groups = []
+        row = row.round(9)  # the tie tolerance
         for value, models in itertools.groupby(sorted(row.items(), key=lambda kv: (-kv[1], kv[0])), key=lambda kv: kv[1]):
             groups.append("=".join(m for m, _ in models))
         counts[" > ".join(groups)] += 1
@@ -118,23 +129,36 @@ def rank_consistency(table: pd.DataFrame, *, direction: Literal["higher", "lower
 
     wide = complete_configs(table)
     better = wide.apply(lambda column: goodness(column, direction, target))
-    vectors = [row.to_numpy() for _, row in better.iterrows()]
-    pair_taus = [kendalltau(x, y).statistic for x, y in itertools.combinations(vectors, 2)]
-    ranks = [tuple(pd.Series(v).rank(method="min", ascending=False).astype(int)) for v in vectors]
-    modal = np.array(Counter(ranks).most_common(1)[0][0], dtype=float) if ranks else np.array([])
-    modal_taus = [kendalltau(-np.array(r, dtype=float), -modal).statistic for r in ranks]
+    vectors = [row.round(9).to_numpy() for _, row in better.iterrows()]
+    # A configuration where every model ties has no ranking: tau is undefined there.
+    ranked = [v for v in vectors if len(set(v)) > 1]
+    pair_taus = [kendalltau(x, y).statistic for x, y in itertools.combinations(ranked, 2)]
+    ranks = [tuple(pd.Series(v).rank(method="min", ascending=False).astype(int)) for v in ranked]
+    counts = Counter(ranks)
+    # The modal ranking; equally frequent ones are broken by the ranking itself (deterministic).
+    modal = np.array(max(counts, key=lambda r: (counts[r], tuple(-x for x in r))), dtype=float) if ranks else None
+    modal_taus = [kendalltau(np.array(r, dtype=float), modal).statistic for r in ranks] if modal is not None else []
     return {"tau_all_pairs": float(np.nanmean(pair_taus)) if pair_taus else math.nan,
             "tau_vs_modal": float(np.nanmean(modal_taus)) if modal_taus else math.nan,
-            "n_configs": len(vectors), "n_models": wide.shape[1]}
+            "n_configs": len(vectors), "n_configs_all_tied": len(vectors) - len(ranked), "n_models": wide.shape[1]}
 
 
-def variance_shares(table: pd.DataFrame, *, interactions: bool = True) -> pd.DataFrame:
-    """Each term's share of the score's total sum of squares: Type-II ANOVA on model and the
-    factors that vary (with model x factor interactions), residual last. The attribute
-    ``dominated_by`` says whether model identity or the implementation factors explain more."""
+def variance_shares(table: pd.DataFrame, *, interactions: bool = True,
+                    direction: Literal["higher", "lower", "target"] = "higher",
+                    target: float | None = None) -> pd.DataFrame:
+    """Each term's share of the score's total sum of squares, for one benchmark: Type-II ANOVA on
+    model and the factors that vary (with the model x factor interactions, which are what
+    reorders models), residual last. Target metrics are analysed as distance to the target.
+    ``attrs``: ``dominated_by`` (model, or implementation = factors + model x factor
+    interactions), and ``unattributed`` (1 - the shares' sum: Type-II sums of squares add up to
+    the total only in a balanced grid)."""
     import statsmodels.formula.api as smf
     from statsmodels.stats.anova import anova_lm
 
+    if "benchmark" in table and table["benchmark"].nunique() > 1:
+        raise ConfigError("variance shares are per benchmark; the table holds several",
+                          "pass one benchmark's rows (e.g. table[table.benchmark == 'bbq'])")
+    table = table.assign(score=goodness(table["score"], direction, target) if direction == "target" else table["score"])
     factors = [f for f in _factors(table) if table[f].nunique() > 1]
     if table["model"].nunique() < 2 and not factors:
         raise ConfigError("nothing varies in the score table", "give at least two models or two levels of a factor")
@@ -149,9 +173,10 @@ def variance_shares(table: pd.DataFrame, *, interactions: bool = True) -> pd.Dat
                         "sum_sq": anova["sum_sq"].to_numpy(), "df": anova["df"].to_numpy()})
     out["share"] = out["sum_sq"] / total if total > 0 else math.nan
     model_share = float(out.loc[out["term"] == "model", "share"].sum())
-    implementation = float(out.loc[out["term"].isin(factors), "share"].sum())
+    implementation = float(out.loc[out["term"].isin(factors) | out["term"].str.startswith("model:"), "share"].sum())
     out.attrs["dominated_by"] = "model" if model_share >= implementation else "implementation"
     out.attrs["total_sum_sq"] = total
+    out.attrs["unattributed"] = 1.0 - float(out["share"].sum()) if total > 0 else math.nan
     return out
 
 

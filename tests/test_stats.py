@@ -49,9 +49,22 @@ def test_direction_lower_and_target() -> None:
 
 def test_resolvable_pairs_drop_differences_below_the_noise() -> None:
     t = table({"A": [3, 3, 1, 2], "B": [2, 2, 2, 2]})
-    mask = pd.DataFrame({"A|B": [True, True, False, False]}, index=pd.Index(["t0", "t1", "t2", "t3"], name="template"))
+    index = pd.Index(["t0", "t1", "t2", "t3"], name="template")
+    mask = pd.DataFrame({"A|B": [True, True, False, False]}, index=index)
     row = pairwise_flips(t, resolvable=mask).iloc[0]
     assert (row.resolvable, row.n_plus_resolvable, row.n_minus_resolvable, row.rho_flip_resolvable) == (2, 2, 0, 0.0)
+    assert row.rho_flip_noise_aware == 0.0 and row.identifiable_noise_aware and not row.identifiable
+    # Either orientation of the pair's column is accepted.
+    assert pairwise_flips(t, resolvable=mask.rename(columns={"A|B": "B|A"})).iloc[0].n_plus_resolvable == 2
+    with pytest.raises(ConfigError, match="no column for A and B"):
+        pairwise_flips(t, resolvable=mask.rename(columns={"A|B": "X|Y"}))
+
+
+def test_float_ties_are_ties() -> None:
+    # Distance to target 0.2: 0.3 and 0.1 are equally far (their difference is float noise).
+    row = pairwise_flips(table({"A": [0.3, 0.3], "B": [0.1, 0.1]}), direction="target", target=0.2).iloc[0]
+    assert (row.n_plus, row.n_minus, row.ties, row.identifiable) == (0, 0, 2, False)
+    assert row.verdict == "no difference anywhere"
 
 
 def test_only_configurations_every_model_has_count() -> None:
@@ -77,6 +90,10 @@ def test_kendall_tau_references() -> None:
     # Two configurations with reversed rankings: every pair disagrees completely.
     reversed_ = table({"A": [3, 1], "B": [2, 2], "C": [1, 3]})
     assert rank_consistency(reversed_)["tau_all_pairs"] == pytest.approx(-1.0)
+    # A configuration where all models tie has no ranking: left out, and counted.
+    with_tie = table({"A": [3, 3, 1], "B": [2, 2, 1], "C": [1, 1, 1]})
+    taus = rank_consistency(with_tie)
+    assert taus["tau_all_pairs"] == pytest.approx(1.0) and taus["n_configs_all_tied"] == 1
     # A>B>C, A>B>C, C>B>A: pairs (1, -1, -1) -> -1/3; against the modal A>B>C: (1, 1, -1) -> 1/3.
     mixed = table({"A": [3, 3, 1], "B": [2, 2, 2], "C": [1, 1, 3]})
     taus = rank_consistency(mixed)
@@ -109,6 +126,16 @@ def test_anova_shares_of_known_additive_effects() -> None:
     assert result.attrs["dominated_by"] == "model"
     heavy_template = variance_shares(_grid({"A": 0.0, "B": 0.1}, {"x": 0.0, "y": 3.0, "z": 6.0}, shots))
     assert heavy_template.attrs["dominated_by"] == "implementation"
+
+
+def test_anova_is_per_benchmark_and_reports_what_it_cannot_attribute() -> None:
+    grid = _grid({"A": 0.0, "B": 2.0}, {"x": 0.0, "y": 1.0, "z": 2.0}, {0: 0.0, 3: 0.0})
+    with pytest.raises(ConfigError, match="per benchmark"):
+        variance_shares(pd.concat([grid, grid.assign(benchmark="c")]))
+    assert variance_shares(grid).attrs["unattributed"] == pytest.approx(0.0, abs=1e-9)
+    unbalanced = grid.drop(index=[0])
+    shares = variance_shares(unbalanced)
+    assert shares.attrs["unattributed"] == pytest.approx(1 - shares["share"].sum())
 
 
 def test_anova_sees_an_interaction() -> None:
