@@ -22,7 +22,7 @@ import itertools
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from . import _registry
 from .config import DECODING_TEMPERATURE, FEWSHOT_CHOICES, ModelSpec, RunConfig, build_config
@@ -84,31 +84,16 @@ class GridConfig(BaseModel):
             raise ValueError("a level is listed twice")
         return value
 
-    @field_validator("benchmarks")
+    @field_validator("benchmarks", "templates", "scorings")
     @classmethod
-    def _benchmarks(cls, value: list[str]) -> list[str]:
-        known = _registry.all_benchmarks()
+    def _registered(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        kind, known = {"benchmarks": ("benchmark", _registry.all_benchmarks),
+                       "templates": ("template", _registry.all_styles),
+                       "scorings": ("scoring", _registry.all_scorers)}[info.field_name or ""]
+        names = known()
         for name in value:
-            if name not in known:
-                raise ValueError(f"unknown benchmark {name!r}; registered: {', '.join(known)}")
-        return value
-
-    @field_validator("templates")
-    @classmethod
-    def _templates(cls, value: list[str]) -> list[str]:
-        known = _registry.all_styles()
-        for name in value:
-            if name not in known:
-                raise ValueError(f"unknown template {name!r}; registered: {', '.join(known)}")
-        return value
-
-    @field_validator("scorings")
-    @classmethod
-    def _scorings(cls, value: list[str]) -> list[str]:
-        known = _registry.all_scorers()
-        for name in value:
-            if name not in known:
-                raise ValueError(f"unknown scoring {name!r}; registered: {', '.join(known)}")
+            if name not in names:
+                raise ValueError(f"unknown {kind} {name!r}; registered: {', '.join(names)}")
         return value
 
     @field_validator("fewshots")
