@@ -54,6 +54,7 @@ import re
 import secrets
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,22 @@ def write_text_durably(path: Path, text: str, encoding: str = "utf-8") -> None:
         handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def replace_file(path: Path, content: str | bytes) -> None:
+    """Write a whole file so a reader (or a kill) sees the old or the new content, never part:
+    a temporary sibling, fsynced, renamed over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content.encode() if isinstance(content, str) else content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def sync_tree(root: Path) -> None:

@@ -161,8 +161,7 @@ def plan_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
     Console().print(table)
     print(f"plan_sha256 {frozen['plan_sha256']}")
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        atomic.write_text_durably(out, json.dumps(frozen, indent=1) + "\n")
+        atomic.replace_file(out, json.dumps(frozen, indent=1) + "\n")
         print(f"wrote {out}")
 
 

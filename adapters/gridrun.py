@@ -29,12 +29,12 @@ import datetime as dt
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .atomic import pause_point, replace_file
 from .cell import Cell, prepare_cell
 from .config import RunConfig
 from .errors import ConfigError
@@ -185,16 +185,6 @@ def weights_sha256(folder: str) -> str:
     return digest.hexdigest()
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
 def identity(model: Any) -> dict[str, Any]:
     """What a model's responses depend on: its weights and the runtime that computes with them
     (NF4 on CPU depends on the CPU's kernel path; thread count moves nothing measurable)."""
@@ -306,7 +296,7 @@ def run_grid(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
     _check_resumable(out / EVENTS, prepared, identities, versions)
     journal = Journal(out / EVENTS, anchor, prepared.keys)
     resumed = journal.open(align=prepared.keep)
-    _write_atomic(plan_path, (json.dumps(frozen, indent=1) + "\n").encode())
+    replace_file(plan_path, (json.dumps(frozen, indent=1) + "\n").encode())
     for note in resumed.notes:
         notify(note)
     responses: dict[str, Any] = {}
@@ -338,9 +328,7 @@ def run_grid(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
                     # A local model answers or raises: there is nothing to retry (endpoints will).
                     "model": identities[name], "versions": versions, "retries": 0})
             bar.update(stop - start)
-            from . import atomic
-
-            atomic.pause_point(f"after-request-{stop}", out.parent)
+            pause_point(f"after-request-{stop}", out.parent)
     return _write_results(out, frozen, prepared, responses)
 
 
@@ -364,11 +352,11 @@ def _write_results(out: Path, frozen: dict[str, Any], prepared: GridPlan, respon
             records.append(make_record(p, c, outcome, logprob_context=context))
         metrics = bench.measure(records, seed=config.seed, n_resamples=config.n_resamples)
         folder = out / "cells" / cell["cell_id"]
-        _write_atomic(folder / "records.jsonl", "".join(r.model_dump_json() + "\n" for r in records).encode())
+        replace_file(folder / "records.jsonl", "".join(r.model_dump_json() + "\n" for r in records).encode())
         summary = {"cell": {k: v for k, v in cell.items() if k != "config"}, "config": cell["config"],
                    "plan_sha256": frozen["plan_sha256"], "metrics": {k: v.model_dump() for k, v in metrics.items()},
                    "counts": {"items": len(records), "unparsed": sum(r.prediction is None for r in records)}}
-        _write_atomic(folder / "summary.json", (json.dumps(summary, indent=1) + "\n").encode())
+        replace_file(folder / "summary.json", (json.dumps(summary, indent=1) + "\n").encode())
         for name, value in metrics.items():
             rows.append({"cell_id": cell["cell_id"], "model": cell["model"], "benchmark": cell["benchmark"],
                          "template": cell["template"], "scoring": cell["scoring"], "fewshot": cell["fewshot"],
@@ -382,8 +370,8 @@ def _write_results(out: Path, frozen: dict[str, Any], prepared: GridPlan, respon
     asked = sum(sum(k is not None for k in cr.generation) + sum(len(s) for s in cr.scored) for cr in prepared.cells)
     summary = {"plan_sha256": frozen["plan_sha256"], "cells": len(prepared.cells), "requests": len(prepared.keys),
                "requests_asked_by_cells": asked}
-    _write_atomic(out / "summary.json", (json.dumps(summary, indent=1) + "\n").encode())
-    _write_atomic(out / MANIFEST, (json.dumps(manifest(out, frozen), indent=1, sort_keys=True) + "\n").encode())
+    replace_file(out / "summary.json", (json.dumps(summary, indent=1) + "\n").encode())
+    replace_file(out / MANIFEST, (json.dumps(manifest(out, frozen), indent=1, sort_keys=True) + "\n").encode())
     return summary
 
 

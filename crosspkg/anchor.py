@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -9,7 +10,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from safetyrepro.adapters import ConfigError, ModelSpec, RunConfig, all_benchmarks, build_config, get_style
+from safetyrepro.adapters import (
+    Cell,
+    ConfigError,
+    ModelSpec,
+    RunConfig,
+    all_benchmarks,
+    build_config,
+    get_style,
+    prepare_cell,
+)
 from safetyrepro.adapters.config import load_config_file
 
 HARNESSES = ("lm_eval", "inspect", "helm")
@@ -93,3 +103,10 @@ def load_anchor(path: str | Path) -> Anchor:
         get_style(anchor.run_config(benchmark).template)  # fewshot, template: the core's own checks
     return anchor
 
+
+
+@functools.lru_cache(maxsize=64)
+def cell_for(config: RunConfig) -> Cell:
+    """The core's prepared cell of one benchmark's configuration (without prompt strings), once
+    per process: scoring, native rows and the ladder all read the same items."""
+    return prepare_cell(config)

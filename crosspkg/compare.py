@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from safetyrepro.adapters import MetricValue, get_benchmark, prepare_cell, score_prediction
+from safetyrepro.adapters import MetricValue, get_benchmark, score_prediction
 
 from .agreement import HarnessItem, tolerance_for
-from .anchor import Anchor
+from .anchor import Anchor, cell_for
 from .diff import ItemDiff, diff_harnesses
 from .harnesses import HARMONIZED, NATIVE_SUFFIX, HarnessRun, reference_run
 
@@ -64,7 +64,7 @@ def score_items(anchor: Anchor, benchmark: str, items: dict[str, HarnessItem], h
     """A benchmark's metrics over one harness's predictions, computed by the core (same items, same
     gold, same metric definitions, bootstrap intervals), so scores differ only where predictions do."""
     bench = get_benchmark(benchmark)
-    cell = prepare_cell(anchor.run_config(benchmark))
+    cell = cell_for(anchor.run_config(benchmark))
     known = {c.item.id for c in cell.items}
     outcomes = [score_prediction(bench, cell.item(item_id).item, h.prediction, rule=f"{harness}: {h.extraction_rule}")
                 for item_id, h in items.items() if item_id in known]

@@ -26,8 +26,9 @@ from typing import Any
 from safetyrepro.adapters import Cell, logprob_context, prepare_cell
 
 from .agreement import HarnessItem
-from .anchor import Anchor
+from .anchor import Anchor, cell_for
 from .harnesses import BIN, HarnessRun, _execute, _failed, one_run_folder
+from .readers import ordered_arguments
 
 UNAVAILABLE = {
     ("lm_eval", "xstest"): "lm-eval 0.4.13 has no XSTest task",
@@ -157,7 +158,7 @@ def _lm_eval_items(cell: Cell, path: Path, *, core_order: bool = False) -> dict[
     for line in path.read_text(encoding="utf-8").splitlines():
         sample = json.loads(line)
         item_id = sample["doc"]["safetyrepro_id"]
-        args = [sample["arguments"][k] for k in sorted(sample["arguments"], key=lambda k: int(k.rsplit("_", 1)[1]))]
+        args = ordered_arguments(sample)
         contexts, candidates = [a["arg_0"] for a in args], [a["arg_1"] for a in args]
         lls = [float(r[0][0]) for r in sample["filtered_resps"]] if isinstance(sample["filtered_resps"][0][0], list) \
             else [float(r[0]) for r in sample["filtered_resps"]]
@@ -219,7 +220,7 @@ def lm_eval_native(anchor: Anchor, out: Path) -> HarnessRun:
         if native is None:
             run.missing[benchmark] = UNAVAILABLE.get(("lm_eval", benchmark), "no native implementation")
             continue
-        cells[benchmark] = cell = prepare_cell(anchor.run_config(benchmark))
+        cells[benchmark] = cell = cell_for(anchor.run_config(benchmark))
         rows = native.rows(cell)
         if formatter is not None:
             fcell = prepare_cell(anchor.run_config(benchmark), formatter=formatter)
@@ -354,7 +355,7 @@ def helm_native(anchor: Anchor, out: Path) -> HarnessRun:
             run.missing[benchmark] = UNAVAILABLE.get(("helm", benchmark), "no native implementation")
             continue
         entry, seed = HELM_NATIVE[benchmark]
-        cells[benchmark] = cell = prepare_cell(anchor.run_config(benchmark))
+        cells[benchmark] = cell = cell_for(anchor.run_config(benchmark))
         try:
             keys[benchmark] = seed(cell, scenarios)
         except FileNotFoundError as exc:

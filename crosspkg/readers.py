@@ -17,13 +17,18 @@ from safetyrepro.adapters import ConfigError
 from .agreement import HarnessItem
 
 
+def ordered_arguments(sample: dict[str, Any]) -> list[dict[str, Any]]:
+    """A logged lm-eval sample's requests in order (``gen_args_0``, ``gen_args_1``, ...)."""
+    return [sample["arguments"][k] for k in sorted(sample["arguments"], key=lambda k: int(k.rsplit("_", 1)[1]))]
+
+
 def read_lm_eval_samples(path: Path) -> dict[str, HarnessItem]:
     """Items of one ``samples_<task>_<time>.jsonl`` file, by item id."""
     items: dict[str, HarnessItem] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         sample = json.loads(line)
         payload = next(v for v in sample.values() if isinstance(v, dict) and "prediction" in v)
-        args = [sample["arguments"][k] for k in sorted(sample["arguments"], key=lambda k: int(k.rsplit("_", 1)[1]))]
+        args = ordered_arguments(sample)
         scored = [a for a in args if isinstance(a["arg_1"], str)]
         generation = [a for a in args if not isinstance(a["arg_1"], str)]
         items[payload["item_id"]] = HarnessItem(

@@ -22,6 +22,7 @@ from typing import Any
 
 from .compare import Comparison, items_rows
 from .diff import CAUSES
+from .harnesses import NATIVE_SUFFIX
 
 
 def gaps(comparison: Comparison) -> dict[str, dict[str, Any]]:
@@ -37,8 +38,8 @@ def gaps(comparison: Comparison) -> dict[str, dict[str, Any]]:
 
 
 def _key(benchmark: str, label: str) -> tuple[str, str, str]:
-    native = label.endswith("-native")
-    return benchmark, label.removesuffix("-native"), "native" if native else "harmonized"
+    native = label.endswith(NATIVE_SUFFIX)
+    return benchmark, label.removesuffix(NATIVE_SUFFIX), "native" if native else "harmonized"
 
 
 def summary_lines(comparison: Comparison) -> list[str]:

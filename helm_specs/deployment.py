@@ -11,9 +11,7 @@ runner compute with the same weight bytes.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from typing import Any
 import yaml
 
 from safetyrepro.adapters import ConfigError, ModelSpec
+from safetyrepro.adapters.atomic import replace_file
 from safetyrepro.adapters.config import EMBEDDED
 
 CLIENT = "safetyrepro.helm_specs.client.SerialHuggingFaceClient"
@@ -128,7 +127,7 @@ def _adds_tokens(tokenizer: Any) -> bool:
 
 def write_prod_env(out: Path, deployments: list[Deployment]) -> list[Path]:
     """Write (or merge into) the three prod_env files; an entry of the same name is replaced,
-    every other entry is kept. Each file is written to a temporary name and renamed into place."""
+    every other entry is kept. Each file is replaced whole (``atomic.replace_file``)."""
     out.mkdir(parents=True, exist_ok=True)
     merged: dict[str, list[dict[str, Any]]] = {}
     for filename, section in _SECTIONS.items():
@@ -149,10 +148,7 @@ def write_prod_env(out: Path, deployments: list[Deployment]) -> list[Path]:
     written = []
     for filename, section in _SECTIONS.items():
         path = out / filename
-        fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{filename}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            yaml.safe_dump({section: merged[filename]}, handle, sort_keys=False)
-        os.replace(tmp, path)
+        replace_file(path, yaml.safe_dump({section: merged[filename]}, sort_keys=False))
         written.append(path)
     return written
 

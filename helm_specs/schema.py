@@ -4,14 +4,13 @@ their direction) in a table per benchmark instead of warning that they are undef
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from safetyrepro.adapters import all_benchmarks
+from safetyrepro.adapters.atomic import replace_file
 
 SCHEMA_FILE = "schema_safetyrepro.yaml"
 
@@ -68,10 +67,6 @@ def build_schema() -> dict[str, Any]:
 
 
 def write_schema(path: Path) -> Path:
-    """Write the schema YAML (temporary name, then rename: an existing file is never half-written)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        yaml.safe_dump(build_schema(), handle, sort_keys=False)
-    os.replace(tmp, path)
+    """Write the schema YAML (replaced whole: an existing file is never half-written)."""
+    replace_file(path, yaml.safe_dump(build_schema(), sort_keys=False))
     return path
