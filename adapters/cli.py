@@ -368,7 +368,10 @@ def run_app(typer_app: typer.Typer, argv: list[str] | None = None, *, add_bindin
     try:
         if add_bindings:
             _add_binding_commands()
-        typer_app(args=argv, standalone_mode=False)
+        status = typer_app(args=argv, standalone_mode=False)
+        # Without standalone mode click returns typer.Exit's code instead of raising it.
+        if isinstance(status, int) and status:
+            return status
     except SafetyReproError as exc:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2

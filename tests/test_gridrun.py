@@ -220,3 +220,14 @@ def test_another_plan_in_the_folder_is_refused(uninterrupted: Path, tmp_path: Pa
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 2 and "holds another plan (first difference: cell 0" in err and "--overwrite" in err
     assert verify(folder) == []  # nothing was touched
+
+
+def test_verify_command_exit_status(uninterrupted: Path, tmp_path: Path) -> None:
+    ok = grid_cli("verify", str(uninterrupted), cwd=tmp_path)
+    out, _ = ok.communicate(timeout=300)
+    assert ok.returncode == 0 and out.startswith("OK ")
+    folder = _tampered(uninterrupted, tmp_path, "cli")
+    (folder / "summary.json").unlink()
+    bad = grid_cli("verify", str(folder), cwd=tmp_path)
+    out, _ = bad.communicate(timeout=300)
+    assert bad.returncode == 1 and "FAIL summary.json is missing (deleted)" in out
