@@ -22,7 +22,8 @@ import itertools
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, ValidationInfo,
+                      field_validator, model_serializer, model_validator)
 
 from . import _registry
 from .config import DECODING_TEMPERATURE, FEWSHOT_CHOICES, ModelSpec, RunConfig, build_config
@@ -44,10 +45,20 @@ class GridModel(BaseModel):
     """``embedded``, a local HF model folder or an HF id."""
     quantization: Literal["none", "nf4"] = "none"
     """``nf4``: 4-bit NormalFloat (the published grid's setting on GPUs)."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Compute dtype of unquantised weights (``bfloat16``: the same model at half precision)."""
+
+    @model_serializer(mode="wrap")
+    def _stable(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # The default dtype is left out, so plans frozen before the field existed keep their hash.
+        data = handler(self)
+        if data.get("dtype") == "float32":
+            del data["dtype"]
+        return data
 
     @property
     def spec(self) -> ModelSpec:
-        return ModelSpec(name_or_path=self.path, quantization=self.quantization)
+        return ModelSpec(name_or_path=self.path, quantization=self.quantization, dtype=self.dtype)
 
 
 Exclusion = dict[str, Any]

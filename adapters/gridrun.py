@@ -192,9 +192,12 @@ def identity(model: Any) -> dict[str, Any]:
     from .models.hf import weights_path
 
     facts = runtime_facts(model.quantization, "cpu")
-    return {"name": model.name, "path": model.path, "quantization": model.quantization,
-            "weights_sha256": weights_sha256(weights_path(model.spec)),
-            "runtime": {k: v for k, v in facts.items() if k != "torch_threads"}}
+    found = {"name": model.name, "path": model.path, "quantization": model.quantization,
+             "weights_sha256": weights_sha256(weights_path(model.spec)),
+             "runtime": {k: v for k, v in facts.items() if k != "torch_threads"}}
+    # Same weights at another precision are another instrument; the default stays implicit so
+    # logs written before the field existed keep their anchor.
+    return found | ({"dtype": model.dtype} if model.dtype != "float32" else {})
 
 
 def run_anchor(frozen: dict[str, Any], prepared: GridPlan, identities: dict[str, Any], versions: dict[str, str]) -> str:
@@ -376,6 +379,17 @@ def _write_results(out: Path, frozen: dict[str, Any], prepared: GridPlan, respon
 
 
 MANIFEST_FORMAT = "safetyrepro-manifest/1"
+REPORT_FORMAT = "safetyrepro-report/1"
+REPORT_MARKER = "report.json"
+"""A folder holding this file with this format is a report derived from the run (``safetyrepro
+stats``): ``verify`` does not count it as an artefact; it can always be written again."""
+
+
+def is_report(folder: Path) -> bool:
+    try:
+        return json.loads((folder / REPORT_MARKER).read_text()).get("format") == REPORT_FORMAT
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def expected_files(frozen: dict[str, Any]) -> list[str]:
@@ -435,7 +449,9 @@ def verify(out: Path) -> list[str]:
     if recorded.get("plan_sha256") != frozen["plan_sha256"]:
         problems.append(f"{MANIFEST} belongs to another plan")
     expected = set(expected_files(frozen))
-    present = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()} - {MANIFEST}
+    reports = [p for p in out.iterdir() if p.is_dir() and is_report(p)]
+    present = {str(p.relative_to(out)) for p in out.rglob("*")
+               if p.is_file() and not any(r in p.parents for r in reports)} - {MANIFEST}
     for name in sorted(expected - present):
         problems.append(f"{name} is missing (deleted)")
     for name in sorted(present - expected):
