@@ -211,6 +211,61 @@ def verify_cmd(folder: Annotated[Path, typer.Argument(help="A grid run's folder.
     print(f"OK {folder}: plan, request log and every artefact verify")
 
 
+@app.command("stats")
+def stats_cmd(
+    folder: Annotated[Path, typer.Argument(help="A finished grid run's folder.")],
+    out: Annotated[Optional[Path], typer.Option(help="Report folder (default: <run>/report).")] = None,
+    n_resamples: Annotated[int, typer.Option(min=0, max=100_000, help="Bootstrap resamples of each paired difference.")] = 1000,
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing report folder.")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Rank-instability statistics of a verified grid run: flips, orderings, tau, ANOVA, noise, cards, report."""
+    from .gridresults import GridResults
+    from .statsreport import write_stats
+
+    results = GridResults.open(folder, data_dir=data_dir)
+    target = out if out is not None else folder / "report"
+    document = write_stats(results, target, n_resamples=n_resamples, overwrite=overwrite)
+    table = Table(title=f"rank stability per benchmark (plan {document['plan_sha256'][:16]})", title_justify="left")
+    for column in ("benchmark", "tier", "pairs", "identifiable", "max rho_flip", "max rho (noise-aware)",
+                   "orderings", "tau_R", "dominated by", "detection limit"):
+        table.add_column(column, no_wrap=True)
+    for name, b in document["benchmarks"].items():
+        for tier, t in b["tiers"].items():
+            flips = t["flips"] or []
+            table.add_row(name, tier, str(len(flips)), str(sum(bool(f["identifiable"]) for f in flips)),
+                          _num(max((f["rho_flip"] for f in flips), default=None)),
+                          _num(max((f.get("rho_flip_noise_aware") or 0 for f in flips), default=None)),
+                          f"{t['reachable_orderings']}/{t['possible_orderings']}", _num(t["tau"]["tau_all_pairs"]),
+                          str(t["dominated_by"] or "n/a"), _num(t["detection_limit"]))
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
+    print(f"report: {target / 'report.html'} (and report.md, stats.json, cards/)")
+
+
+def _num(value: Any) -> str:
+    return "n/a" if value is None or value != value else f"{value:.3g}"
+
+
+@app.command("card")
+def card_cmd(
+    cell: Annotated[Path, typer.Argument(help="A cell folder of a finished grid run (<run>/cells/<cell_id>).")],
+    format: Annotated[str, typer.Option("--format", help="md or yaml.")] = "md",
+    data_dir: DataDir = None,
+) -> None:
+    """The GRID card of one result: the configuration that produced its scores."""
+    from .card import card, to_markdown, to_yaml
+    from .gridresults import GridResults
+
+    if format not in ("md", "yaml"):
+        raise ConfigError(f"unknown card format {format!r}", "use --format md or --format yaml")
+    cell = cell.resolve() if cell.exists() else cell
+    if not (cell / "summary.json").is_file() or cell.parent.name != "cells":
+        raise ConfigError(f"{cell} is not a grid cell folder", "pass <run>/cells/<cell_id> of a finished grid run")
+    results = GridResults.open(cell.parent.parent, data_dir=data_dir)
+    grid_card = card(results, cell.name)
+    print(to_markdown(grid_card) if format == "md" else to_yaml(grid_card), end="")
+
+
 @app.command("demo")
 def demo_cmd(
     limit: Annotated[int, typer.Option(help="Items per benchmark.")] = 8,

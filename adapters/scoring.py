@@ -146,6 +146,10 @@ class Scorer(ABC):
 
     name: str
 
+    def describe(self, cell: Cell) -> str:
+        """The rule that turns the model's output into a prediction, in one sentence (GRID cards)."""
+        return f"scoring path {self.name!r} (a plugin's; see its documentation)"
+
     @abstractmethod
     def score(self, lm: LanguageModel, cell: Cell,
               progress: Callable[[int], None] | None = None) -> list[ItemRecord]:
@@ -159,6 +163,13 @@ def _contexts(cell: Cell) -> list[str]:
 class RegexScorer(Scorer):
     name = "regex"
 
+    def describe(self, cell):
+        from .extract import EXTRACTION_VERSION
+
+        return (f"generate up to {generation_budget(cell.config, cell.style)} new tokens at {cell.config.decoding}, "
+                f"then extraction v{EXTRACTION_VERSION} ({cell.config.extraction}): the ordered rules of "
+                "adapters/extract.py; an unreadable answer is counted as unparsed, never mapped to a class")
+
     def score(self, lm, cell, progress=None):
         config = cell.config
         outputs = lm.generate(_contexts(cell), temperature=config.temperature,
@@ -170,6 +181,14 @@ class RegexScorer(Scorer):
 
 class LogprobScorer(Scorer):
     name = "logprob"
+
+    def describe(self, cell):
+        what = "option sentences" if cell.benchmark.answer_with == "option" else "option labels"
+        after = (f"after reasoning generated at {cell.config.decoding} (up to "
+                 f"{generation_budget(cell.config, cell.style)} tokens, cut at its first \"Answer:\") + \"\\nAnswer:\""
+                 if cell.style.reasoning else "after the prompt")
+        return (f"argmax of the summed token loglikelihoods of the candidates ({what}) {after}; "
+                "no length normalisation")
 
     def score(self, lm, cell, progress=None):
         config = cell.config

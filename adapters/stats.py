@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -97,6 +97,11 @@ def pairwise_flips(table: pd.DataFrame, *, direction: Literal["higher", "lower",
                         "rho_flip_noise_aware": min(rp, rm) / len(diff) if len(diff) else math.nan,
                         "rho_flip_resolvable": min(rp, rm) / int(mask.sum()) if mask.sum() else math.nan,
                         "identifiable_noise_aware": (rp == 0 or rm == 0) and rp + rm > 0})
+            row["verdict_noise_aware"] = (
+                f"{a} better wherever the difference exceeds the noise" if row["identifiable_noise_aware"] and rp else
+                f"{b} better wherever the difference exceeds the noise" if row["identifiable_noise_aware"] else
+                "no difference exceeds the noise" if rp + rm == 0 else
+                "not identifiable: resolvable differences go both ways")
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -180,16 +185,32 @@ def variance_shares(table: pd.DataFrame, *, interactions: bool = True,
     return out
 
 
+def paired_bootstrap(n_items: int, difference: Callable[[np.ndarray], float], *, seed: int, n_resamples: int = 1000,
+                     level: float = 0.95) -> tuple[float, float, float]:
+    """``difference(indices)`` -- a score difference of two models computed on the items at those
+    indices -- on all items, and its percentile bootstrap interval with the items resampled
+    together (the pairing is kept). Resamples where the difference is undefined are left out."""
+    if n_items <= 0:
+        raise ConfigError("paired scores need the same, non-empty items on both sides", "align the items first")
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n_items, size=(n_resamples, n_items))
+    values = np.array([difference(row) for row in draws], dtype=float)
+    values = values[~np.isnan(values)]
+    point = float(difference(np.arange(n_items)))
+    if not values.size:
+        return point, math.nan, math.nan
+    alpha = (1 - level) / 2
+    return point, float(np.quantile(values, alpha)), float(np.quantile(values, 1 - alpha))
+
+
 def paired_difference_ci(a: Sequence[float], b: Sequence[float], *, seed: int, n_resamples: int = 1000,
                          level: float = 0.95) -> tuple[float, float, float]:
     """The mean per-item difference of two models on the same items, and its bootstrap interval
     (items resampled together, so the pairing is kept). A configuration's score difference is
     resolvable when this interval excludes 0; otherwise the two are tied within the noise."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if x.shape != y.shape or x.size == 0:
+    if x.shape != y.shape:
         raise ConfigError("paired scores need the same, non-empty items on both sides", "align the items first")
     diff = x - y
-    rng = np.random.default_rng(seed)
-    means = diff[rng.integers(0, diff.size, size=(n_resamples, diff.size))].mean(axis=1)
-    alpha = (1 - level) / 2
-    return float(diff.mean()), float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
+    return paired_bootstrap(diff.size, lambda idx: float(diff[idx].mean()), seed=seed, n_resamples=n_resamples,
+                            level=level)

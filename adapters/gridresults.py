@@ -1,0 +1,90 @@
+"""A finished grid run, read back: what the statistics, the GRID cards and ``crosspkg`` consume.
+
+:meth:`GridResults.open` accepts a run folder only when ``verify`` finds it intact (a score read
+from an edited folder would carry a configuration that did not produce it). It gives the frozen
+plan, ``cells.parquet``, each cell's item records, and for every model request the logged
+response's time, model identity and library versions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .errors import ConfigError
+from .gridrun import EVENTS, MANIFEST, PLAN, CellRequests, GridPlan, verify
+from .grid import build_grid
+from .records import ItemRecord
+
+
+@dataclass
+class GridResults:
+    folder: Path
+    frozen: dict[str, Any]
+    """The frozen plan (``plan.json``)."""
+    prepared: GridPlan
+    """The plan's cells and requests, prepared again from the data (items, exemplars, templates)."""
+    table: pd.DataFrame
+    """``cells.parquet``: one row per cell x metric."""
+    events: dict[str, dict[str, Any]]
+    """Request key -> the logged entry body (request, response, utc, model, versions)."""
+    _records: dict[str, list[ItemRecord]] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, folder: Path, *, data_dir: str | os.PathLike[str] | None = None) -> GridResults:
+        if data_dir is not None:
+            os.environ["SAFETYREPRO_DATA_DIR"] = str(data_dir)
+        if not (folder / PLAN).is_file():
+            raise ConfigError(f"{folder} is not a grid run (no {PLAN})", "pass the --out folder of `safetyrepro grid`")
+        if not (folder / MANIFEST).is_file():
+            raise ConfigError(f"{folder} is an unfinished grid run (no {MANIFEST})",
+                              f"finish it first: run the same `safetyrepro grid ... --out {folder}` again to resume")
+        problems = verify(folder)
+        if problems:
+            raise ConfigError(f"{folder} fails verification ({len(problems)} problems, first: {problems[0]})",
+                              f"see them all with `safetyrepro verify {folder}`; re-run the grid into a new --out")
+        frozen = json.loads((folder / PLAN).read_text())
+        prepared = GridPlan(frozen, build_grid(frozen["grid"], source=str(folder / PLAN)), None)
+        events = {}
+        with open(folder / EVENTS, encoding="utf-8") as handle:
+            next(handle)  # the header
+            for line in handle:
+                entry = json.loads(line)
+                events[entry["key"]] = entry["body"]
+        return cls(folder, frozen, prepared, pd.read_parquet(folder / "cells.parquet"), events)
+
+    @property
+    def cells(self) -> list[dict[str, Any]]:
+        return self.frozen["cells"]
+
+    def cell(self, cell_id: str) -> dict[str, Any]:
+        for cell in self.cells:
+            if cell["cell_id"] == cell_id:
+                return cell
+        raise ConfigError(f"{cell_id!r} is not a cell of {self.folder}",
+                          f"use a folder name under {self.folder / 'cells'}")
+
+    def requests(self, cell_id: str) -> CellRequests:
+        return self.prepared.cells[self.cell(cell_id)["index"]]
+
+    def request_keys(self, cell_id: str) -> list[str]:
+        """The unique model requests this cell's results rest on (shared ones included)."""
+        cr = self.requests(cell_id)
+        keys = [k for k in cr.generation if k is not None] + [k for ks in cr.scored for k in ks]
+        return list(dict.fromkeys(keys))
+
+    def records(self, cell_id: str) -> list[ItemRecord]:
+        if cell_id not in self._records:
+            lines = (self.folder / "cells" / self.cell(cell_id)["cell_id"] / "records.jsonl").read_text().splitlines()
+            self._records[cell_id] = [ItemRecord.model_validate_json(line) for line in lines]
+        return self._records[cell_id]
+
+    def primary(self) -> pd.DataFrame:
+        """One row per cell: the benchmark's primary metric as ``score`` (with its CI), every factor a column."""
+        rows = self.table[self.table["primary"]].rename(columns={"value": "score"})
+        return rows.reset_index(drop=True)
