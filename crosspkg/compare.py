@@ -99,9 +99,10 @@ def ladders(anchor: Anchor, runs: list[HarnessRun]) -> dict[str, dict[str, list[
         harmonized = next((r for r in runs if r.mode == "harmonized" and r.harness == run.harness),
                           next(r for r in runs if r.harness == "core"))
         for benchmark, middle in run.ladder.items():
-            steps = [run.items[benchmark], middle["prompt"], middle["candidates"], harmonized.items[benchmark]]
+            names = LADDER_STEPS[run.harness]
+            steps = [run.items[benchmark], *(middle[name] for name, _ in names[1:-1]), harmonized.items[benchmark]]
             out, previous = [], None
-            for (name, description), items in zip(LADDER_STEPS, steps):
+            for (name, description), items in zip(names, steps):
                 changed = 0 if previous is None else sum(
                     1 for i, h in items.items() if i in previous and previous[i].prediction != h.prediction)
                 out.append(LadderStep(name, description, score_items(anchor, benchmark, items, run.harness, name),

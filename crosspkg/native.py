@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -180,14 +181,25 @@ def _lm_eval_items(cell: Cell, path: Path, *, core_order: bool = False) -> dict[
     return items
 
 
-LADDER_STEPS = (
-    ("native", "lm-eval's own task: its prompt (no chat template), candidates, gold and readout"),
-    ("prompt", "+ the core's prompt: chat template, instructions, options and exemplars, then \"Answer:\""),
-    ("candidates", "+ the core's candidates (option labels / sentences in the core's order) and gold"),
-    ("readout", "+ the core's readout and run = the harmonized SafetyRepro task"),
-)
-"""The factor ladder from lm-eval's native task to the harmonized one, one factor per step (the
-items are the core's from the first step: native rows are built from them)."""
+LADDER_STEPS: dict[str, tuple[tuple[str, str], ...]] = {
+    "lm_eval": (
+        ("native", "lm-eval's own task: its prompt (no chat template), candidates, gold and readout"),
+        ("prompt", "+ the core's prompt: chat template, instructions, options and exemplars, then \"Answer:\""),
+        ("candidates", "+ the core's candidates (option labels / sentences in the core's order) and gold"),
+        ("readout", "+ the core's readout and run = the harmonized SafetyRepro task"),
+    ),
+    # HELM's joint prompt lists the options, so the core's options go in before the core's prompt.
+    "helm": (
+        ("native", "HELM's own run: its prompt, instructions and in-context examples, its stock chat template, "
+                   "its options and gold, its readout (a 5-token greedy answer must be exactly an option letter)"),
+        ("candidates", "+ the core's options (text and order) and gold, in HELM's own joint prompt"),
+        ("prompt", "+ the core's prompt (chat template, instructions, options, exemplars, \"Answer:\"); still "
+                   "HELM's readout of a 5-token greedy answer cut at its first newline"),
+        ("readout", "+ the core's readout and run = the harmonized SafetyRepro task in HELM"),
+    ),
+}
+"""Per harness, the factor ladder from its native task to the harmonized one, one factor per step
+(the items are the core's from the first step: native rows are built from them)."""
 
 
 def _ladder_fields(cell: Cell, fcell: Cell) -> list[dict[str, Any]]:
@@ -329,25 +341,33 @@ HELM_NATIVE = {
 }
 
 
-def _helm_key(benchmark: str, instance: dict[str, Any]) -> str:
-    text = instance["input"]["text"]
+def instance_key(benchmark: str, text: str) -> str:
+    """How a HELM instance is matched to a core item: its question (BBQ: passage and question)."""
     if benchmark == "bbq":  # PassageQuestionInput: "<passage>\nQuestion: <question>"
         passage, _, question = text.partition("\nQuestion: ")
         return passage.strip() + "\n" + question.strip()
     return text.strip()
 
 
-def helm_native(anchor: Anchor, out: Path) -> HarnessRun:
-    import dataclasses
+HELM_JOINT_MAX_TOKENS = 5
+"""HELM's multiple_choice_joint adapter: a 5-token greedy answer, stopped at a newline."""
 
+
+def helm_native(anchor: Anchor, out: Path) -> HarnessRun:
+    """HELM's own scenarios on the core's items, plus the factor ladder's two middle steps (its
+    last step is the harmonized run) when the anchor's template is a direct one."""
+    from safetyrepro.adapters import get_style
     from safetyrepro.helm_specs.deployment import deployment_for, write_prod_env
+
+    from .readers import read_helm_run
 
     run = HarnessRun("helm", "native", [])
     base = deployment_for(anchor.model_spec)
     # HELM as a HELM user runs a chat model: the stock client's own choice (it applies the chat
     # template when the tokenizer has one, to the whole prompt as one user turn).
     deployment = dataclasses.replace(base, name=base.name + "-helm-default", stock_chat=True)
-    write_prod_env(out / "prod_env", [deployment])
+    ladder = not get_style(anchor.template).reasoning
+    write_prod_env(out / "prod_env", [deployment] + ([base] if ladder else []))
     scenarios = out / "benchmark_output" / "scenarios"
     entries, keys, cells = [], {}, {}
     for benchmark in anchor.benchmarks:
@@ -362,10 +382,21 @@ def helm_native(anchor: Anchor, out: Path) -> HarnessRun:
             run.missing[benchmark] = f"needs {exc}"
             continue
         entries.append(f"{entry},model={deployment.name}")
+        if ladder:
+            table = {key: {"options": list(cell.item(item_id).item.options), "gold": cell.item(item_id).item.gold}
+                     for key, item_id in keys[benchmark].items()}
+            (out / f"ladder_{benchmark}.json").write_text(json.dumps(table, indent=1) + "\n")
+            entries.append(f"crosspkg_ladder_candidates:benchmark={benchmark},candidates_file=ladder_{benchmark}.json,"
+                           f"{entry.split(':', 1)[1]},model={deployment.name}")
+            entries.append(f"safetyrepro_{benchmark}:template={anchor.template},scoring=regex,fewshot={anchor.fewshot},"
+                           f"decoding=greedy,limit={anchor.limit},max_new_tokens={HELM_JOINT_MAX_TOKENS},"
+                           f"model={base.name}")
     if not entries:
         return run
     run.command = [str(BIN / "helm-run"), "--run-entries", *entries, "--suite", "native", "--max-eval-instances",
                    str(anchor.limit + 10), "--local-path", "prod_env"]
+    if ladder:
+        run.command += ["--plugins", "safetyrepro.crosspkg.helm_ladder"]
     status, run.seconds = _execute(run.command, out)
     if status != 0:
         raise _failed("helm (native)", out, status)
@@ -381,7 +412,22 @@ def helm_native(anchor: Anchor, out: Path) -> HarnessRun:
                                    and not s["name"].get("perturbation") and s["name"]["name"] in (
                                        "exact_match", "bbq_accuracy", "bbq_metric_ambiguous_bias",
                                        "bbq_metric_unambiguous_bias")}
+        if ladder:
+            candidates = one_run_folder(runs, f"crosspkg_ladder_candidates:benchmark={benchmark},", out)
+            prompt = read_helm_run(one_run_folder(runs, f"safetyrepro_{benchmark}:", out))
+            run.ladder[benchmark] = {"candidates": _helm_items(cell, benchmark, candidates, keys[benchmark]),
+                                     "prompt": {i: helm_exact_match(cell, h) for i, h in prompt.items()}}
     return run
+
+
+def helm_exact_match(cell: Cell, item: HarnessItem) -> HarnessItem:
+    """An item read by HELM's joint readout instead of the core's: the answer, cut at its first
+    newline (HELM's stop sequence) and stripped, must be exactly one of the option labels."""
+    text = (item.raw_output or "").split("\n", 1)[0].strip()
+    labels = list(cell.item(item.item_id).item.labels)
+    prediction = labels.index(text) if text in labels else None
+    return dataclasses.replace(item, prediction=prediction, loglikelihoods=None,
+                               extraction_rule=f"HELM exact match of {text!r}" + ("" if prediction is not None else " (no option)"))
 
 
 def _helm_items(cell: Cell, benchmark: str, folder: Path, keys: dict[str, str]) -> dict[str, HarnessItem]:
@@ -389,7 +435,7 @@ def _helm_items(cell: Cell, benchmark: str, folder: Path, keys: dict[str, str]) 
     items = {}
     for request_state in state["request_states"]:
         instance = request_state["instance"]
-        item_id = keys.get(_helm_key(benchmark, instance))
+        item_id = keys.get(instance_key(benchmark, instance["input"]["text"]))
         if item_id is None:  # an instance HELM evaluated that is not one of the core's items
             item_id = f"helm-only:{instance.get('id')}"
         references = [r["output"]["text"] for r in instance["references"]]

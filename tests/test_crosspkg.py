@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from safetyrepro.crosspkg.agreement import HarnessItem
-from safetyrepro.crosspkg.anchor import Anchor
+from safetyrepro.crosspkg.anchor import Anchor, cell_for
 from safetyrepro.crosspkg.cli import exit_status
 from safetyrepro.crosspkg.compare import Comparison
 from safetyrepro.crosspkg.diff import diff_items
@@ -105,6 +105,25 @@ def test_factor_ladder_walks_from_native_to_harmonized(compared) -> None:
         assert steps[0]["score"]["value"] == by_run[(benchmark, "lm_eval", "native")]
         assert steps[-1]["score"]["value"] == by_run[(benchmark, "lm_eval", "harmonized")]
         assert all(0 <= s["changed"] <= ANCHOR["limit"] for s in steps)
+    # HELM's ladder: its joint prompt lists the options, so the core's candidates go in first.
+    steps = scores["ladder"]["helm-native"]["truthfulqa"]
+    assert [s["step"] for s in steps] == ["native", "candidates", "prompt", "readout"]
+    assert steps[0]["score"]["value"] == by_run[("truthfulqa", "helm", "native")]
+    assert steps[-1]["score"]["value"] == by_run[("truthfulqa", "helm", "harmonized")]
+    assert "crows_pairs" not in scores["ladder"]["helm-native"]  # HELM has no CrowS-Pairs scenario
+    runs = root / "c1" / "helm-native" / "benchmark_output" / "runs" / "native"
+    state = json.loads(next(runs.glob("crosspkg_ladder_candidates:benchmark=truthfulqa,*")).joinpath(
+        "scenario_state.json").read_text())
+    cell = cell_for(Anchor.model_validate(ANCHOR).run_config("truthfulqa"))
+    options = {tuple(c.item.options): c.item.gold for c in cell.items}
+    evaluated = [s["instance"] for s in state["request_states"]]
+    assert len(evaluated) == ANCHOR["limit"]
+    for instance in evaluated:  # HELM's own scenario and prompt format, the core's options and gold
+        texts = tuple(r["output"]["text"] for r in instance["references"])
+        assert texts in options
+        assert ["correct" in r["tags"] for r in instance["references"]].index(True) == options[texts]
+    assert "A. " + evaluated[0]["references"][0]["output"]["text"] in next(
+        s["request"]["prompt"] for s in state["request_states"])
     assert "## Factor ladder" in (root / "c1" / "report.md").read_text()
     # The prompt step's task reads the core's exact scoring context (chat template included).
     task = json.loads((root / "c1" / "lm_eval-native" / "tasks" / "crosspkg_ladder_prompt_truthfulqa_mc1.yaml")
