@@ -62,7 +62,7 @@ from typing import Any
 from .errors import ConfigError
 
 __all__ = [
-    "PAUSE_STEPS", "check_writable", "exchange_supported", "fsync_dir", "fsync_file", "publish_dir", "recover",
+    "PAUSE_STEPS", "check_writable", "exchange_supported", "fsync_dir", "fsync_file", "is_leftover", "publish_dir", "recover",
     "stage_dir", "sync_tree", "write_text_durably",
 ]
 
@@ -94,6 +94,13 @@ def _staging_re(name: str) -> re.Pattern[str]:
 def _old_re(name: str) -> re.Pattern[str]:
     # ".<name>-replaced" is what the runner used before this module; treat it as old results.
     return re.compile(re.escape(f".{name}-old-") + f"[0-9a-f]{{{_TOKEN_HEX}}}|" + re.escape(f".{name}-replaced"))
+
+
+def is_leftover(name: str) -> bool:
+    """Whether a file or folder name is what an interrupted publish leaves beside its target (a
+    staging or old folder, a journal); ``recover`` of that target removes it."""
+    return bool(re.fullmatch(r"\.(.+)\.(staging-|publish\.tmp-)[0-9a-f]{%d}|\.(.+)\.publish|\.(.+)-old-[0-9a-f]{%d}"
+                             % (_TOKEN_HEX, _TOKEN_HEX), name))
 
 
 def _marker(target: Path) -> Path:

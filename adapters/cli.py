@@ -215,7 +215,7 @@ def verify_cmd(folder: Annotated[Path, typer.Argument(help="A grid run's folder.
 def stats_cmd(
     folder: Annotated[Path, typer.Argument(help="A finished grid run's folder.")],
     out: Annotated[Optional[Path], typer.Option(help="Report folder (default: <run>/report).")] = None,
-    n_resamples: Annotated[int, typer.Option(min=0, max=100_000, help="Bootstrap resamples of each paired difference.")] = 1000,
+    n_resamples: Annotated[int, typer.Option(min=1, max=100_000, help="Bootstrap resamples of each paired difference.")] = 1000,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing report folder.")] = False,
     data_dir: DataDir = None,
 ) -> None:
@@ -223,12 +223,14 @@ def stats_cmd(
     from .gridresults import GridResults
     from .statsreport import write_stats
 
+    from .statsreport import supported_label
+
     results = GridResults.open(folder, data_dir=data_dir)
-    target = out if out is not None else folder / "report"
-    document = write_stats(results, target, n_resamples=n_resamples, overwrite=overwrite)
+    document = write_stats(results, out, n_resamples=n_resamples, overwrite=overwrite)
+    target = Path(document["report"])
     table = Table(title=f"rank stability per benchmark (plan {document['plan_sha256'][:16]})", title_justify="left")
     for column in ("benchmark", "tier", "pairs", "identifiable", "max rho_flip", "max rho (noise-aware)",
-                   "orderings", "tau_R", "dominated by", "detection limit"):
+                   "orderings", "tau_R", "dominated by", "detection limit", "supported"):
         table.add_column(column, no_wrap=True)
     for name, b in document["benchmarks"].items():
         for tier, t in b["tiers"].items():
@@ -237,8 +239,11 @@ def stats_cmd(
                           _num(max((f["rho_flip"] for f in flips), default=None)),
                           _num(max((f.get("rho_flip_noise_aware") or 0 for f in flips), default=None)),
                           f"{t['reachable_orderings']}/{t['possible_orderings']}", _num(t["tau"]["tau_all_pairs"]),
-                          str(t["dominated_by"] or "n/a"), _num(t["detection_limit"]))
+                          str(t["dominated_by"] or "n/a"), _num(t["detection_limit"]), supported_label(document["gates"]))
+        for tier, why in b["skipped"].items():
+            table.add_row(name, tier, "0", "-", "-", "-", "-", "-", "-", "-", f"not analysed: {why}")
     Console(width=None if sys.stdout.isatty() else 160).print(table)
+    print(f"instrument gates: {supported_label(document['gates'])} -- {document['gates']['note']}")
     print(f"report: {target / 'report.html'} (and report.md, stats.json, cards/)")
 
 
@@ -264,6 +269,47 @@ def card_cmd(
     results = GridResults.open(cell.parent.parent, data_dir=data_dir)
     grid_card = card(results, cell.name)
     print(to_markdown(grid_card) if format == "md" else to_yaml(grid_card), end="")
+
+
+@app.command("gate")
+def gate_cmd(
+    folder: Annotated[Path, typer.Argument(help="A finished grid run's folder whose grid froze `gates:`.")],
+    replay: Annotated[bool, typer.Option(help="Replay the logged requests now (byte for byte) for the replay gate.")] = False,
+    overwrite: Annotated[bool, typer.Option(help="With --replay: discard an earlier replay and replay again.")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """The instrument's stability gates: repeat (in the run) and replay (later); PASS/FAIL with the numbers."""
+    from .gates import GATES_FOLDER, REPLAY_LOG, evaluate, run_replay
+    from .gridresults import GridResults
+
+    results = GridResults.open(folder, data_dir=data_dir)
+    if results.prepared.grid.gates is None:
+        evaluate(results)  # the one clear error
+    if replay:
+        if results.prepared.grid.gates.replay is None:  # type: ignore[union-attr]
+            raise ConfigError(f"{folder} froze no replay gate", "drop --replay (or freeze `gates: {replay: {}}` in a new plan)")
+        if overwrite:
+            (folder / GATES_FOLDER / REPLAY_LOG).unlink(missing_ok=True)
+        run_replay(results, notify=_note)
+    document = evaluate(results)
+    table = Table(title=f"instrument gates (plan {document['plan_sha256'][:16]})", title_justify="left")
+    for column in ("gate", "status", "threshold", "numbers"):
+        table.add_column(column)
+    for name, gate in document["gates"].items():
+        if gate is None:
+            continue
+        numbers = {k: v for k, v in gate.items() if k not in ("status", "threshold", "rankings", "note") and v is not None}
+        text = ", ".join(f"{k} {_num(v) if isinstance(v, float) else v}" for k, v in numbers.items())
+        table.add_row(name, gate["status"], f"{gate['threshold']:g}", (text + ("; " + gate["note"] if gate.get("note") else "")))
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
+    for benchmark, floor in document["noise_floor"].items():
+        print(f"noise floor {benchmark}: median {_num(floor['noise_median'])}, p95 {_num(floor['noise_p95'])} "
+              f"(detection limit); {_num(floor['share_gaps_below_detection'])} of {floor['model_gaps']} model gaps "
+              "at or below it")
+    print(f"wrote {folder / GATES_FOLDER / 'gates.json'}")
+    if not document["supported"]:
+        print("FAIL: statistics of this run are not supported by the instrument")
+        raise typer.Exit(1)
 
 
 @app.command("demo")

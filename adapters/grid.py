@@ -64,6 +64,46 @@ class GridModel(BaseModel):
 Exclusion = dict[str, Any]
 """A partial cell: every cell whose fields equal all of its entries is left out."""
 
+CONFIG_KEYS = ("benchmark", "template", "scoring", "fewshot", "decoding")
+"""What a configuration is (a cell without its model)."""
+
+
+class RepeatGate(BaseModel):
+    """Re-run chosen configurations in the same window (the same run, each model's repeats right
+    after its cells) and require the repeat to agree with the first measurement."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    configs: list[Exclusion] = Field(default_factory=list)
+    """Partial configurations to repeat (keys from benchmark, template, scoring, fewshot,
+    decoding; every model of a chosen configuration repeats it); empty: every configuration."""
+    threshold: float = Field(default=0.90, ge=0.0, le=1.0)
+    """Both the median per-item score Spearman (over repeated cells) and the median ranking
+    Spearman (over repeated configurations) must reach it."""
+
+
+class ReplayGate(BaseModel):
+    """Replay logged requests byte for byte later (``safetyrepro gate RUN --replay``) and require
+    the same answers."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    share: float = Field(default=1.0, gt=0.0, le=1.0)
+    """Share of the log's batches replayed (chosen by the grid seed; 1: every request)."""
+    threshold: float = Field(default=0.99, ge=0.0, le=1.0)
+    """Both the per-item prediction agreement and the full-ranking agreement must reach it."""
+
+
+class Gates(BaseModel):
+    """Stability gates, frozen with the plan: changing one is a new plan (a new hash)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    repeat: RepeatGate | None = Field(default_factory=RepeatGate)
+    """The same-window repeat gate (``null``: none)."""
+    replay: ReplayGate | None = Field(default_factory=ReplayGate)
+    """The later byte-identical replay gate (``null``: none)."""
+
 
 class GridConfig(BaseModel):
     """``grid.yaml``: what to run. Every list is a factor's levels, in the order cells are run."""
@@ -87,6 +127,16 @@ class GridConfig(BaseModel):
     batch_size: int = Field(default=8, ge=1, le=512)
     max_new_tokens: int | None = Field(default=None, ge=1, le=4096)
     """Generation budget of every cell (default: the core's, 32 direct and 256 reasoning)."""
+    gates: Gates | None = None
+    """Instrument stability gates (``safetyrepro gate``); none by default."""
+
+    @model_serializer(mode="wrap")
+    def _stable(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # No gates: the field is left out, so plans frozen before it existed keep their hash.
+        data = handler(self)
+        if data.get("gates") is None:
+            data.pop("gates", None)
+        return data
 
     @field_validator("benchmarks", "templates", "scorings", "fewshots", "decodings")
     @classmethod
@@ -129,6 +179,14 @@ class GridConfig(BaseModel):
             for key, value in exclusion.items():
                 if value not in levels[key]:  # a typo would silently exclude nothing
                     raise ValueError(f"exclusion {n}: {key} {value!r} is not one of the grid's levels {levels[key]}")
+        for n, chosen in enumerate(self.gates.repeat.configs if self.gates and self.gates.repeat else []):
+            unknown = sorted(set(chosen) - set(CONFIG_KEYS))
+            if unknown or not chosen:
+                raise ValueError(f"gates.repeat.configs {n} names {unknown or 'nothing'}; use keys from {list(CONFIG_KEYS)}")
+            for key, value in chosen.items():
+                if value not in levels[key]:
+                    raise ValueError(f"gates.repeat.configs {n}: {key} {value!r} is not one of the grid's levels "
+                                     f"{levels[key]}")
         return self
 
     def canonical_json(self) -> str:
@@ -169,6 +227,13 @@ def build_grid(data: dict[str, Any], *, source: str = "the grid") -> GridConfig:
 
 def _excluded(cell: dict[str, Any], exclusions: list[Exclusion]) -> bool:
     return any(all(cell.get(k) == v for k, v in exclusion.items()) for exclusion in exclusions)
+
+
+def repeated(grid: GridConfig, cell: dict[str, Any]) -> bool:
+    """Whether the repeat gate re-runs this plan cell."""
+    if grid.gates is None or grid.gates.repeat is None:
+        return False
+    return not grid.gates.repeat.configs or _excluded(cell, grid.gates.repeat.configs)
 
 
 def plan(grid: GridConfig) -> dict[str, Any]:

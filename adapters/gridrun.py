@@ -34,11 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import atomic
 from .atomic import pause_point, replace_file
 from .cell import Cell, prepare_cell
 from .config import RunConfig
 from .errors import ConfigError
-from .grid import GridConfig, build_grid, plan
+from .grid import GridConfig, build_grid, plan, repeated
 from .journal import Journal, verify as verify_journal
 from .runner import _versions
 from .scoring import generation_budget, logprob_context, make_record, score_generation, score_loglikelihoods
@@ -46,6 +47,10 @@ from .scoring import generation_budget, logprob_context, make_record, score_gene
 EVENTS = "events.jsonl"
 PLAN = "plan.json"
 MANIFEST = "manifest.json"
+REPEATS = "repeats.parquet"
+"""The repeat gate's cells measured again (``cells.parquet``'s columns plus ``repeat``)."""
+REPEAT_FOLDER = "repeat"
+"""``cells/<cell_id>/repeat/``: a repeated cell's second records and summary."""
 
 
 def _sha(text: str) -> str:
@@ -69,6 +74,8 @@ class Request:
     max_new_tokens: int = 0
     seed: int | None = None
     after: str | None = None
+    repeat: int | None = None
+    """1 for the repeat gate's second asking (a separate request, with its own sampling seed)."""
 
     def body(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -104,14 +111,22 @@ class GridPlan:
         self.frozen, self.grid = frozen, grid
         self.requests: dict[str, Request] = {}
         self.cells: list[CellRequests] = []
+        self.repeats: list[CellRequests] = []
+        """The repeat gate's cells (plan order), asked again right after their model's cells."""
         formatters = {m.name: ChatFormatter(m.spec) for m in grid.models}
-        for cell in frozen["cells"]:
+        cells = frozen["cells"]
+        for n, cell in enumerate(cells):
             config = RunConfig.model_validate(cell["config"])
             prepared = prepare_cell(config, data_dir=data_dir, formatter=formatters[cell["model"]])
             if config.limit is not None and config.limit > prepared.n_subset:
                 raise ConfigError(f"grid limit {config.limit} exceeds the {prepared.n_subset} items of "
                                   f"{config.benchmark}", f"use limit <= {prepared.n_subset}")
             self.cells.append(self._cell_requests(cell, config, prepared))
+            if n + 1 == len(cells) or cells[n + 1]["model"] != cell["model"]:  # model-major: its last cell
+                for done in self.cells:
+                    if done.cell["model"] == cell["model"] and repeated(grid, done.cell):
+                        self.repeats.append(self._cell_requests(done.cell, done.prepared.config, done.prepared,
+                                                                repeat=1))
         self.keys = list(self.requests)
         self.batches = self._batches()
 
@@ -119,7 +134,8 @@ class GridPlan:
         self.requests.setdefault(request.key, request)
         return request.key
 
-    def _cell_requests(self, cell: dict[str, Any], config: RunConfig, prepared: Cell) -> CellRequests:
+    def _cell_requests(self, cell: dict[str, Any], config: RunConfig, prepared: Cell, *,
+                       repeat: int | None = None) -> CellRequests:
         style, model = prepared.style, cell["model"]
         generation: list[str | None] = []
         scored: list[list[str]] = []
@@ -128,18 +144,21 @@ class GridPlan:
             context = c.context or ""
             gen_key = None
             if config.scoring == "regex" or style.reasoning:
-                gen = Request(model, "generate", context, temperature=config.temperature, max_new_tokens=budget)
-                if config.temperature > 0:  # seeded by the grid seed and the request itself
+                gen = Request(model, "generate", context, temperature=config.temperature, max_new_tokens=budget,
+                              repeat=repeat)
+                if config.temperature > 0:  # seeded by the grid seed and the request itself (a repeat: its own seed)
                     gen = Request(model, "generate", context, temperature=config.temperature, max_new_tokens=budget,
-                                  seed=int(_sha(f"{self.grid.seed}|{gen.key}")[:8], 16))
+                                  seed=int(_sha(f"{self.grid.seed}|{gen.key}")[:8], 16), repeat=repeat)
                 gen_key = self._add(gen)
             keys = []
             if config.scoring == "logprob":
                 for candidate in c.candidates:
                     if style.reasoning:
-                        keys.append(self._add(Request(model, "loglikelihood", context, candidate, after=gen_key)))
+                        keys.append(self._add(Request(model, "loglikelihood", context, candidate, after=gen_key,
+                                                      repeat=repeat)))
                     else:
-                        keys.append(self._add(Request(model, "loglikelihood", logprob_context(context), candidate)))
+                        keys.append(self._add(Request(model, "loglikelihood", logprob_context(context), candidate,
+                                                      repeat=repeat)))
             generation.append(gen_key)
             scored.append(keys)
         return CellRequests(cell=cell, prepared=prepared, generation=generation, scored=scored)
@@ -231,9 +250,13 @@ def _check_resumable(path: Path, prepared: GridPlan, identities: dict[str, Any],
 def _clear(out: Path) -> None:
     import shutil
 
-    for name in (PLAN, EVENTS, MANIFEST, "cells.parquet", "summary.json"):
+    for name in (PLAN, EVENTS, MANIFEST, "cells.parquet", "summary.json", REPEATS):
         (out / name).unlink(missing_ok=True)
     shutil.rmtree(out / "cells", ignore_errors=True)
+    # Reports and gates were derived from the discarded results: kept, they would describe a plan
+    # that is no longer there.
+    for folder in [p for p in out.iterdir() if p.is_dir() and (is_derived(p) or atomic.is_leftover(p.name))]:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _remove_leftovers(out: Path) -> None:
@@ -335,44 +358,66 @@ def run_grid(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
     return _write_results(out, frozen, prepared, responses)
 
 
-def _write_results(out: Path, frozen: dict[str, Any], prepared: GridPlan, responses: dict[str, Any]) -> dict[str, Any]:
+def cell_records(cr: CellRequests, responses: dict[str, Any]) -> list[Any]:
+    """A cell's item records, computed from the responses to its requests only."""
+    p = cr.prepared
+    bench, config = p.benchmark, p.config
+    records = []
+    for c, gen_key, keys in zip(p.items, cr.generation, cr.scored):
+        output = responses[gen_key] if gen_key is not None else None
+        if config.scoring == "regex":
+            records.append(make_record(p, c, score_generation(bench, c.item, output, extraction=config.extraction)))
+            continue
+        scored = [responses[k] for k in keys]
+        context = logprob_context(c.context or "", output if p.style.reasoning else None)
+        outcome = score_loglikelihoods(bench, c.item, [s[0] for s in scored], is_greedy=[s[1] for s in scored],
+                                       reasoning=output)
+        records.append(make_record(p, c, outcome, logprob_context=context))
+    return records
+
+
+def _cell_results(out: Path, folder: str, cr: CellRequests, frozen: dict[str, Any], responses: dict[str, Any],
+                  extra: dict[str, Any]) -> list[dict[str, Any]]:
+    """Write one cell's ``records.jsonl`` and ``summary.json`` under ``out/folder``; its metric rows."""
+    cell, p = cr.cell, cr.prepared
+    records = cell_records(cr, responses)
+    metrics = p.benchmark.measure(records, seed=p.config.seed, n_resamples=p.config.n_resamples)
+    replace_file(out / folder / "records.jsonl", "".join(r.model_dump_json() + "\n" for r in records).encode())
+    summary = {"cell": {k: v for k, v in cell.items() if k != "config"}, "config": cell["config"],
+               "plan_sha256": frozen["plan_sha256"], "metrics": {k: v.model_dump() for k, v in metrics.items()},
+               "counts": {"items": len(records), "unparsed": sum(r.prediction is None for r in records)}, **extra}
+    replace_file(out / folder / "summary.json", (json.dumps(summary, indent=1) + "\n").encode())
+    return [{"cell_id": cell["cell_id"], "model": cell["model"], "benchmark": cell["benchmark"],
+             "template": cell["template"], "scoring": cell["scoring"], "fewshot": cell["fewshot"],
+             "decoding": cell["decoding"], "metric": name, "primary": name == p.benchmark.primary_metric,
+             "value": value.value, "ci_low": value.ci_low, "ci_high": value.ci_high, "n": value.n,
+             "config_sha256": cell["config_sha256"], "plan_sha256": frozen["plan_sha256"], **extra}
+            for name, value in metrics.items()]
+
+
+def _write_table(rows: list[dict[str, Any]], path: Path) -> None:
     import pandas as pd
 
+    tmp = path.parent / f".{path.name}.tmp"
+    pd.DataFrame(rows).to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def _write_results(out: Path, frozen: dict[str, Any], prepared: GridPlan, responses: dict[str, Any]) -> dict[str, Any]:
     rows = []
     for cr in prepared.cells:
-        cell, p = cr.cell, cr.prepared
-        bench, config = p.benchmark, p.config
-        records = []
-        for c, gen_key, keys in zip(p.items, cr.generation, cr.scored):
-            output = responses[gen_key] if gen_key is not None else None
-            if config.scoring == "regex":
-                records.append(make_record(p, c, score_generation(bench, c.item, output, extraction=config.extraction)))
-                continue
-            scored = [responses[k] for k in keys]
-            context = logprob_context(c.context or "", output if p.style.reasoning else None)
-            outcome = score_loglikelihoods(bench, c.item, [s[0] for s in scored], is_greedy=[s[1] for s in scored],
-                                           reasoning=output)
-            records.append(make_record(p, c, outcome, logprob_context=context))
-        metrics = bench.measure(records, seed=config.seed, n_resamples=config.n_resamples)
-        folder = out / "cells" / cell["cell_id"]
-        replace_file(folder / "records.jsonl", "".join(r.model_dump_json() + "\n" for r in records).encode())
-        summary = {"cell": {k: v for k, v in cell.items() if k != "config"}, "config": cell["config"],
-                   "plan_sha256": frozen["plan_sha256"], "metrics": {k: v.model_dump() for k, v in metrics.items()},
-                   "counts": {"items": len(records), "unparsed": sum(r.prediction is None for r in records)}}
-        replace_file(folder / "summary.json", (json.dumps(summary, indent=1) + "\n").encode())
-        for name, value in metrics.items():
-            rows.append({"cell_id": cell["cell_id"], "model": cell["model"], "benchmark": cell["benchmark"],
-                         "template": cell["template"], "scoring": cell["scoring"], "fewshot": cell["fewshot"],
-                         "decoding": cell["decoding"], "metric": name, "primary": name == bench.primary_metric,
-                         "value": value.value, "ci_low": value.ci_low, "ci_high": value.ci_high, "n": value.n,
-                         "config_sha256": cell["config_sha256"], "plan_sha256": frozen["plan_sha256"]})
-    table = pd.DataFrame(rows)
-    tmp = out / ".cells.parquet.tmp"
-    table.to_parquet(tmp, index=False)
-    os.replace(tmp, out / "cells.parquet")
+        rows += _cell_results(out, f"cells/{cr.cell['cell_id']}", cr, frozen, responses, {})
+    _write_table(rows, out / "cells.parquet")
+    if prepared.repeats:  # the repeat gate's second measurement, beside the first (same columns + repeat)
+        rows = []
+        for cr in prepared.repeats:
+            rows += _cell_results(out, f"cells/{cr.cell['cell_id']}/{REPEAT_FOLDER}", cr, frozen, responses, {"repeat": 1})
+        _write_table(rows, out / REPEATS)
     asked = sum(sum(k is not None for k in cr.generation) + sum(len(s) for s in cr.scored) for cr in prepared.cells)
     summary = {"plan_sha256": frozen["plan_sha256"], "cells": len(prepared.cells), "requests": len(prepared.keys),
                "requests_asked_by_cells": asked}
+    if prepared.repeats:
+        summary["repeated_cells"] = len(prepared.repeats)
     replace_file(out / "summary.json", (json.dumps(summary, indent=1) + "\n").encode())
     replace_file(out / MANIFEST, (json.dumps(manifest(out, frozen), indent=1, sort_keys=True) + "\n").encode())
     return summary
@@ -385,18 +430,34 @@ REPORT_MARKER = "report.json"
 stats``): ``verify`` does not count it as an artefact; it can always be written again."""
 
 
-def is_report(folder: Path) -> bool:
-    try:
-        return json.loads((folder / REPORT_MARKER).read_text()).get("format") == REPORT_FORMAT
-    except (OSError, ValueError, AttributeError):
-        return False
+GATES_FORMAT = "safetyrepro-gates/1"
+GATES_MARKER = "gates.json"
+"""Likewise the gate folder (``safetyrepro gate``: its verdicts and its replay log)."""
+DERIVED = {REPORT_MARKER: REPORT_FORMAT, GATES_MARKER: GATES_FORMAT}
+
+
+def is_derived(folder: Path) -> bool:
+    """Whether a folder is derived from the run (a report or the gates), not one of its artefacts."""
+    for marker, format in DERIVED.items():
+        try:
+            if json.loads((folder / marker).read_text()).get("format") == format:
+                return True
+        except (OSError, ValueError, AttributeError):
+            pass
+    return False
 
 
 def expected_files(frozen: dict[str, Any]) -> list[str]:
     """Every artefact a finished run of this plan has (besides the manifest)."""
     files = [PLAN, EVENTS, "cells.parquet", "summary.json"]
+    grid = build_grid(frozen["grid"], source=PLAN)
     for cell in frozen["cells"]:
         files += [f"cells/{cell['cell_id']}/records.jsonl", f"cells/{cell['cell_id']}/summary.json"]
+        if repeated(grid, cell):
+            files += [f"cells/{cell['cell_id']}/{REPEAT_FOLDER}/records.jsonl",
+                      f"cells/{cell['cell_id']}/{REPEAT_FOLDER}/summary.json"]
+    if any(repeated(grid, cell) for cell in frozen["cells"]):
+        files.append(REPEATS)
     return files
 
 
@@ -449,7 +510,13 @@ def verify(out: Path) -> list[str]:
     if recorded.get("plan_sha256") != frozen["plan_sha256"]:
         problems.append(f"{MANIFEST} belongs to another plan")
     expected = set(expected_files(frozen))
-    reports = [p for p in out.iterdir() if p.is_dir() and is_report(p)]
+    # A derived folder never holds artefacts: a marker dropped into cells/ must not hide an edit.
+    reports = [p for p in out.iterdir() if p.is_dir() and is_derived(p)
+               and not any(name.startswith(f"{p.name}/") for name in expected)]
+    # An interrupted report write leaves a staging folder beside it; it holds no artefact and the
+    # next write of that report removes it.
+    reports += [p for p in out.iterdir() if atomic.is_leftover(p.name)
+                and not any(name.startswith(f"{p.name}/") for name in expected)]
     present = {str(p.relative_to(out)) for p in out.rglob("*")
                if p.is_file() and not any(r in p.parents for r in reports)} - {MANIFEST}
     for name in sorted(expected - present):

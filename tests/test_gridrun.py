@@ -207,10 +207,14 @@ def test_resume_refuses_a_log_from_other_libraries_and_overwrite_starts_over(uni
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 2 and "written by other model weights, runtime or library versions" in err, err
     assert not (folder / "plan.json").exists()  # nothing written before the refusal
+    # A report derived from the discarded results would describe a plan no longer there.
+    (folder / "report").mkdir()
+    (folder / "report" / "report.json").write_text(json.dumps({"format": "safetyrepro-report/1"}))
     proc = grid_cli("grid", "grid.yaml", "--out", str(folder), "--overwrite", cwd=tmp_path)
     _, err = proc.communicate(timeout=900)
     assert proc.returncode == 0, err[-2000:]
     assert results(folder) == results(uninterrupted) and verify(folder) == []
+    assert not (folder / "report").exists()
 
 
 def test_another_plan_in_the_folder_is_refused(uninterrupted: Path, tmp_path: Path) -> None:
@@ -231,3 +235,10 @@ def test_verify_command_exit_status(uninterrupted: Path, tmp_path: Path) -> None
     bad = grid_cli("verify", str(folder), cwd=tmp_path)
     out, _ = bad.communicate(timeout=300)
     assert bad.returncode == 1 and "FAIL summary.json is missing (deleted)" in out
+
+
+def test_gate_command_on_a_run_without_gates(uninterrupted: Path, tmp_path: Path) -> None:
+    proc = grid_cli("gate", str(uninterrupted), cwd=tmp_path)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2 and "froze no gates" in err and "gates:" in err, err
+    assert len(err.strip().splitlines()) == 1 and not (uninterrupted / "gates").exists()
