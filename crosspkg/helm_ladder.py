@@ -28,21 +28,40 @@ NATIVE_FUNCTION = {"truthfulqa": "truthful_qa", "bbq": "bbq"}
 
 def swap_candidates(benchmark: str, instances: list[Instance], table: dict[str, Any]) -> list[Instance]:
     """Each evaluated instance found in ``table`` ({key: {"options", "gold"}}) with the core's
-    options and gold; a reference whose text is one of them keeps HELM's other tags (BBQ's
-    metrics read its letters from them)."""
+    options and gold. BBQ's metrics read letters from the last four tags of every reference
+    (gold, target, non-target, unknown: positions in the option list), so for BBQ they are
+    recomputed for the core's order; a core option HELM's item does not have is an error."""
     out = []
     for instance in instances:
         entry = table.get(instance_key(benchmark, instance.input.text))
         if instance.split == TRAIN_SPLIT or entry is None:
             out.append(instance)
             continue
-        own = {r.output.text.strip(): r for r in instance.references}
-        references = []
-        for index, option in enumerate(entry["options"]):
-            kept = [t for t in own[option.strip()].tags if t != CORRECT_TAG] if option.strip() in own else []
-            references.append(Reference(Output(text=option), tags=([CORRECT_TAG] if index == entry["gold"] else []) + kept))
+        options = list(entry["options"])
+        tags: list[str] = []
+        if benchmark == "bbq":
+            tags = _bbq_tags(instance, options, int(entry["gold"]))
+        references = [Reference(Output(text=option), tags=([CORRECT_TAG] if index == entry["gold"] else []) + tags)
+                      for index, option in enumerate(options)]
         out.append(dataclasses.replace(instance, references=references))
     return out
+
+
+def _bbq_tags(instance: Instance, options: list[str], gold: int) -> list[str]:
+    """HELM's BBQ tags (polarity, ambiguity, then the gold/target/non-target/unknown letters) for
+    the options in ``options``' order."""
+    old = [r.output.text.strip() for r in instance.references]
+    new = [o.strip() for o in options]
+    if sorted(old) != sorted(new):
+        raise ValueError(f"BBQ item {instance.input.text[:60]!r}: the core's options {new} are not HELM's {old}; "
+                         "the core and HELM read different rows -- check the data folder")
+    first = [t for t in instance.references[0].tags if t != CORRECT_TAG]
+    *head, _gold, target, non_target, unknown = first
+
+    def moved(letter: str) -> str:
+        return "" if not letter else chr(ord("A") + new.index(old[ord(letter) - ord("A")]))
+
+    return [*head, chr(ord("A") + gold), moved(target), moved(non_target), moved(unknown)]
 
 
 class TruthfulQACoreCandidates(TruthfulQAScenario):
