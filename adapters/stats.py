@@ -13,6 +13,7 @@ configuration set C_b is the set of factor combinations every model was scored u
 * :func:`orderings`: which of the k! orderings of the models occur, and in how many configurations.
 * :func:`rank_consistency`: tau_R, the mean Kendall tau (scipy, tau-b) between the rankings of all
   configuration pairs, and each configuration against the modal ranking.
+* :func:`borda`: the configurations' rankings aggregated by Borda count, beside the per-config ones.
 * :func:`variance_shares`: Type-II ANOVA (statsmodels ``anova_lm(typ=2)``) of the score on model
   and the factors, with the model x factor interactions; each term's share of the total sum of
   squares, and whether the benchmark is model- or implementation-dominated.
@@ -146,6 +147,23 @@ def rank_consistency(table: pd.DataFrame, *, direction: Literal["higher", "lower
     return {"tau_all_pairs": float(np.nanmean(pair_taus)) if pair_taus else math.nan,
             "tau_vs_modal": float(np.nanmean(modal_taus)) if modal_taus else math.nan,
             "n_configs": len(vectors), "n_configs_all_tied": len(vectors) - len(ranked), "n_models": wide.shape[1]}
+
+
+def borda(table: pd.DataFrame, *, direction: Literal["higher", "lower", "target"] = "higher",
+          target: float | None = None) -> pd.DataFrame:
+    """Borda aggregation of the configurations' rankings: in each configuration a model gets one
+    point per model it beats and half a point per tie (so k models share k(k-1)/2 points); the
+    points summed over configurations rank the models (best first). ``share`` is the points over
+    the most a model could get, (k - 1) x configurations."""
+    wide = complete_configs(table)
+    better = wide.apply(lambda column: goodness(column, direction, target)).round(9)
+    points = better.rank(axis=1, method="average") - 1  # models beaten + half the ties
+    total = points.sum(axis=0)
+    out = pd.DataFrame({"model": total.index, "points": total.to_numpy(),
+                        "share": (total / max((wide.shape[1] - 1) * len(wide), 1)).to_numpy()})
+    out = out.sort_values(["points", "model"], ascending=[False, True]).reset_index(drop=True)
+    out["rank"] = out["points"].rank(method="min", ascending=False).astype(int)
+    return out
 
 
 def variance_shares(table: pd.DataFrame, *, interactions: bool = True,

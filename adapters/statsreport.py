@@ -14,19 +14,18 @@ from __future__ import annotations
 import html
 import json
 import math
-import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from . import atomic
 from .analysis import BenchmarkStats, analyse, to_json
 from .card import GridCard, card, to_markdown, to_yaml
 from .errors import ConfigError
 from .gridresults import GridResults
-from .gridrun import REPORT_FORMAT, REPORT_MARKER
+from .gridrun import REPORT_FORMAT, REPORT_MARKER, is_derived
 
 def _frames(stats: dict[str, BenchmarkStats]) -> dict[str, pd.DataFrame]:
     parts: dict[str, list[pd.DataFrame]] = {"flips": [], "orderings": [], "anova": [], "gaps": []}
@@ -166,14 +165,25 @@ def _save(fig: Any, path: Path) -> str:
 # ---- text ---------------------------------------------------------------------------------------
 
 def _fmt(value: Any) -> str:
+    if value is None:
+        return "n/a"
     if isinstance(value, float):
         # Sums of squares of exactly equal scores come out as ~1e-30, not 0.
         return "n/a" if math.isnan(value) else "0" if abs(value) < 1e-12 else f"{value:.3g}"
     return str(value)
 
 
-def headline(stats: dict[str, BenchmarkStats], tier: str) -> pd.DataFrame:
-    """One row per benchmark and model pair: the answer to "is A better than B, or does it depend?"."""
+def supported_label(gates: dict[str, Any] | None) -> str:
+    """Whether the instrument's gates back the statistics: yes, NO (which gate failed) or unchecked."""
+    if not gates or gates.get("supported") is None:
+        return "unchecked"
+    return "yes" if gates["supported"] else f"NO ({', '.join(gates['failed'])} gate failed)"
+
+
+def headline(stats: dict[str, BenchmarkStats], tier: str, gates: dict[str, Any] | None = None) -> pd.DataFrame:
+    """One row per benchmark and model pair: the answer to "is A better than B, or does it depend?",
+    with whether the instrument's stability gates support it (:func:`supported_label`)."""
+    supported = supported_label(gates)
     rows = []
     for name, b in stats.items():
         t = b.tiers.get(tier)
@@ -188,7 +198,7 @@ def headline(stats: dict[str, BenchmarkStats], tier: str) -> pd.DataFrame:
                          "orderings": f"{t.orderings.attrs.get('reachable')}/{t.orderings.attrs.get('possible')}",
                          "tau_R": t.tau["tau_all_pairs"],
                          "dominated by": t.anova.attrs.get("dominated_by") if t.anova is not None else "n/a",
-                         "detection limit": t.detection_limit})
+                         "detection limit": t.detection_limit, "supported": supported})
     return pd.DataFrame(rows)
 
 
@@ -221,9 +231,9 @@ def _markdown(results: GridResults, stats: dict[str, BenchmarkStats], scores: pd
            f"Noise: paired bootstrap of the per-item difference ({header['n_resamples']} resamples, seed "
            f"{header['seed']}); a difference whose 95% interval holds 0 is a tie within the noise.", "",
            "Proposition 1: a strict order of A and B is identifiable on a configuration set only if N+ = 0 or "
-           "N- = 0. rho_flip = min(N+, N-) / |C|.", ""]
+           "N- = 0. rho_flip = min(N+, N-) / |C|.", "", _gates_text(header["gates"]), ""]
     for tier in ("grid", "core"):
-        table = headline(stats, tier)
+        table = headline(stats, tier, header["gates"])
         if table.empty:
             continue
         out += [f"## Tier `{tier}`" + (" (no reasoning template, greedy)" if tier == "core" else " (every configuration)"),
@@ -240,6 +250,9 @@ def _markdown(results: GridResults, stats: dict[str, BenchmarkStats], scores: pd
                     "", f"Orderings ({t.orderings.attrs.get('reachable')} of {t.orderings.attrs.get('possible')} strict "
                     f"orderings reached; tau_R all pairs {_fmt(t.tau['tau_all_pairs'])}, vs modal "
                     f"{_fmt(t.tau['tau_vs_modal'])}):", "", _md_table(t.orderings)]
+            if t.borda is not None and len(t.borda):
+                out += ["Borda aggregate of the configurations' rankings (points: models beaten, ties half):", "",
+                        _md_table(t.borda)]
             if t.anova is not None:
                 out += [f"Type-II ANOVA shares (dominated by {t.anova.attrs['dominated_by']}; unattributed "
                         f"{_fmt(t.anova.attrs['unattributed'])}):", "",
@@ -248,6 +261,9 @@ def _markdown(results: GridResults, stats: dict[str, BenchmarkStats], scores: pd
                 out += [f"No ANOVA: {t.anova_note}", ""]
             out += [f"Detection limit {_fmt(t.detection_limit)}; {_fmt(t.share_below_detection)} of the comparisons "
                     "are below the noise.", ""]
+    skipped = [f"{name} ({tier}): {why}" for name, b in stats.items() for tier, why in b.skipped.items()]
+    if skipped:
+        out += ["## Not analysed", "", *[f"- {line}" for line in skipped], ""]
     out += ["## Score spread per factor level", ""]
     out += [f"![{name}]({plots[f'spread_{name}']})\n" for name in stats if f"spread_{name}" in plots]
     show = scores.assign(card=[f"[card](cards/{c}.md)" for c in scores["cell_id"]]).drop(columns=["config_sha256"])
@@ -255,12 +271,25 @@ def _markdown(results: GridResults, stats: dict[str, BenchmarkStats], scores: pd
     return "\n".join(out)
 
 
+def _gates_text(gates: dict[str, Any]) -> str:
+    """The report's statement about the instrument gates, with the repeat noise floor."""
+    text = f"**Instrument gates: {supported_label(gates)}.** {gates['note']}."
+    if gates.get("status"):
+        text += " " + "; ".join(f"{name}: {status}" for name, status in gates["status"].items()) + "."
+    floors = [f"{name} p95 {_fmt(f.get('noise_p95'))} ({_fmt(f.get('share_gaps_below_detection'))} of "
+              f"{f.get('model_gaps')} model gaps at or below it)" for name, f in gates.get("noise_floor", {}).items()]
+    if floors:
+        text += " Repeat noise floor of the primary score (|cell - its repeat|): " + "; ".join(floors) + "."
+    return text
+
+
 def _html(markdown_source: str, results: GridResults, stats: dict[str, BenchmarkStats], scores: pd.DataFrame,
-          plots: dict[str, str]) -> str:
-    parts = [f"<h1>Rank-instability report</h1><p>{html.escape(markdown_source.splitlines()[2])}</p>",
-             f"<p>{html.escape(markdown_source.splitlines()[4])}</p>"]
+          plots: dict[str, str], gates: dict[str, Any]) -> str:
+    lines = markdown_source.splitlines()
+    parts = [f"<h1>Rank-instability report</h1><p>{html.escape(lines[2])}</p>",
+             f"<p>{html.escape(lines[4])}</p>", f"<p>{html.escape(lines[6].replace('**', ''))}</p>"]
     for tier in ("grid", "core"):
-        table = headline(stats, tier)
+        table = headline(stats, tier, gates)
         if table.empty:
             continue
         parts += [f"<h2>Tier {tier}</h2>", _html_table(table)]
@@ -277,17 +306,46 @@ def _html(markdown_source: str, results: GridResults, stats: dict[str, Benchmark
     return f"<!doctype html><html><head><meta charset='utf-8'><title>SafetyRepro statistics</title><style>{style}</style></head><body>{''.join(parts)}</body></html>\n"
 
 
-def write_stats(results: GridResults, out: Path, *, n_resamples: int = 1000, seed: int | None = None,
+def report_target(run: Path, out: Path | None, *, overwrite: bool) -> Path:
+    """Where the report goes (default ``<run>/report``), refused where writing it could touch the
+    run's own artefacts or anything that is not an earlier report."""
+    from .runner import _out_path
+
+    run = run.resolve()
+    target = run / "report" if out is None else _out_path(out)
+    assert target is not None
+    target = target.parent.resolve() / target.name
+    if target == run or target in run.parents:
+        raise ConfigError(f"report folder {target} is the run folder or holds it",
+                          "choose a new folder for --out, e.g. <run>/report or reports/<name>")
+    if run in target.parents and (target.parent != run or target.name in {"cells", "gates"}):
+        raise ConfigError(f"report folder {target} is inside the run's artefacts",
+                          "choose a folder directly in the run (e.g. <run>/report) or outside it")
+    notes = atomic.recover(target) if target.parent.is_dir() else []
+    for note in notes:
+        print(f"note: {note}")
+    if target.exists() and not target.is_dir():
+        raise ConfigError(f"report folder {target} is a file", "choose a folder for --out")
+    if target.is_dir() and any(target.iterdir()):
+        if not is_derived(target):
+            raise ConfigError(f"{target} holds files that are not a SafetyRepro report",
+                              "choose another --out (only an earlier report is ever replaced)")
+        if not overwrite:
+            raise ConfigError(f"{target} already holds a report", "pass --overwrite to replace it, or choose another --out")
+    atomic.check_writable(target)
+    return target
+
+
+def write_stats(results: GridResults, out: Path | None, *, n_resamples: int = 1000, seed: int | None = None,
                 overwrite: bool = False, progress: bool = True) -> dict[str, Any]:
-    """Compute and write the report folder (layout in the module docstring); ``stats.json``'s document."""
-    if out.exists() and any(out.iterdir()) and not overwrite:
-        raise ConfigError(f"{out} already exists and is not empty", "choose another --out, or pass --overwrite")
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"{out} is a file", "choose a folder for --out")
+    """Compute and write the report folder (layout in the module docstring); ``stats.json``'s document.
+
+    ``out`` is checked by :func:`report_target`; the folder is written beside it and published
+    atomically (:mod:`.atomic`), so a kill at any instant leaves the earlier report or the new one."""
+    out = report_target(results.folder, out, overwrite=overwrite)
     seed = results.prepared.grid.seed if seed is None else seed
     stats = analyse(results, n_resamples=n_resamples, seed=seed, progress=progress)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    work = atomic.stage_dir(out)
     try:
         document = to_json(stats, results, n_resamples=n_resamples, seed=seed)
         (work / "cards").mkdir()
@@ -303,20 +361,16 @@ def write_stats(results: GridResults, out: Path, *, n_resamples: int = 1000, see
         (work / "stats.json").write_text(json.dumps(document, indent=1, default=str) + "\n")
         plots = _plots(stats, work)
         header = {"format": REPORT_FORMAT, "run": str(results.folder), "plan_sha256": document["plan_sha256"],
-                  "manifest_sha256": document["manifest_sha256"], "n_resamples": n_resamples, "seed": seed}
+                  "manifest_sha256": document["manifest_sha256"], "n_resamples": n_resamples, "seed": seed,
+                  "gates": document["gates"]}
         markdown = _markdown(results, stats, scores, plots, header)
         (work / "report.md").write_text(markdown)
-        (work / "report.html").write_text(_html(markdown, results, stats, scores, plots))
+        (work / "report.html").write_text(_html(markdown, results, stats, scores, plots, document["gates"]))
         (work / REPORT_MARKER).write_text(json.dumps(header, indent=1) + "\n")
-        os.chmod(work, 0o755)
-        if out.exists():
-            old = out.with_name(f".{out.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            out.rename(old)
-            work.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            work.rename(out)
+        atomic.sync_tree(work)
+        atomic.publish_dir(work, out)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+    document["report"] = str(out)
     return document

@@ -10,6 +10,7 @@ import pytest
 
 from safetyrepro.adapters import ConfigError
 from safetyrepro.adapters.stats import (
+    borda,
     orderings,
     paired_difference_ci,
     pairwise_flips,
@@ -160,3 +161,17 @@ def test_paired_difference_ci() -> None:
     assert paired_difference_ci(a, b, seed=0) == paired_difference_ci(a, b, seed=0)
     with pytest.raises(ConfigError, match="same, non-empty items"):
         paired_difference_ci([1, 0], [1], seed=0)
+
+
+def test_borda_points_by_hand() -> None:
+    # Config t0: A > B > C (A 2, B 1, C 0); t1: C > A = B (C 2, A 0.5, B 0.5); t2: B > A > C.
+    out = borda(table({"A": [3, 1, 2], "B": [2, 1, 3], "C": [1, 2, 0]}))
+    points = dict(zip(out["model"], out["points"]))
+    assert points == {"A": 3.5, "B": 3.5, "C": 2.0}
+    assert list(out["model"]) == ["A", "B", "C"] and list(out["rank"]) == [1, 1, 3]
+    assert dict(zip(out["model"], out["share"]))["C"] == pytest.approx(2.0 / 6)  # (k-1) x configs = 6
+    # Lower is better reverses it; a target ranks by distance to the target.
+    low = borda(table({"A": [3, 1, 2], "B": [2, 1, 3], "C": [1, 2, 0]}), direction="lower")
+    assert dict(zip(low["model"], low["points"])) == {"A": 2.5, "B": 2.5, "C": 4.0}
+    near = borda(table({"A": [50, 52], "B": [60, 49]}), direction="target", target=50)
+    assert dict(zip(near["model"], near["points"])) == {"A": 1.0, "B": 1.0}

@@ -17,7 +17,10 @@ import yaml
 # Three instruments from the embedded weights (rankings need three models): fp32, bf16, NF4.
 GRID = {"models": [{"name": "fp32"}, {"name": "bf16", "dtype": "bfloat16"}, {"name": "nf4", "quantization": "nf4"}],
         "benchmarks": ["toxigen", "crows_pairs"], "templates": ["minimal", "persona"], "scorings": ["logprob"],
-        "fewshots": [0, 3], "decodings": ["greedy"], "limit": 6, "batch_size": 4}
+        "fewshots": [0, 3], "decodings": ["greedy"], "limit": 6, "batch_size": 4,
+        # Frozen stability gates: one configuration asked twice by every model, a quarter replayed.
+        "gates": {"repeat": {"configs": [{"benchmark": "toxigen", "template": "minimal", "fewshot": 0}]},
+                  "replay": {"share": 0.25}}}
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -32,6 +35,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "grid.yaml").write_text(yaml.safe_dump(GRID))
     proc = cli("grid", "grid.yaml", "--out", "g", cwd=root)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = cli("gate", "g", "--replay", cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert "instrument gates" in proc.stdout and "noise floor toxigen" in proc.stdout
     proc = cli("stats", "g", "--n-resamples", "300", cwd=root)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "rank stability per benchmark" in proc.stdout
@@ -75,15 +81,30 @@ def test_flip_counts_match_the_score_table(run: Path) -> None:
             assert (row["n_plus"], row["n_minus"], row["n_configs"]) == (n_plus, n_minus, len(diff))
             assert row["rho_flip"] == min(n_plus, n_minus) / len(diff)
             assert row["identifiable"] == ((n_plus == 0 or n_minus == 0) and n_plus + n_minus > 0)
-            # Below the noise a difference is a tie: noise-aware counts never exceed the raw ones.
-            assert row["n_plus_resolvable"] <= n_plus and row["n_minus_resolvable"] <= n_minus
+            # Noise-aware: only the differences whose paired interval excludes 0 count.
+            gaps = [g for g in b["tiers"]["grid"]["gaps"] if g["pair"] == f"{a} vs {c}"]
+            assert len(gaps) == len(diff)
+            assert row["n_plus_resolvable"] == sum(g["resolvable"] and g["difference"] > 0 for g in gaps)
+            assert row["n_minus_resolvable"] == sum(g["resolvable"] and g["difference"] < 0 for g in gaps)
         tier = b["tiers"]["grid"]
         assert sum(o["configs"] for o in tier["orderings"]) == tier["n_configs"] == 4
         assert tier["possible_orderings"] == 6
         for gap in tier["gaps"]:  # resolvable means the interval excludes 0, so it is wider than half of it
             if gap["resolvable"]:
                 assert gap["gap"] > gap["half_width"] - 1e-12
-        assert tier["anova"] is None or abs(sum(r["share"] for r in tier["anova"]) + 0 - 1) < 0.5
+        if tier["anova"] is not None:  # shares of the total sum of squares, residual included
+            total = float(((good - good.mean()) ** 2).sum())
+            assert sum(r["sum_sq"] for r in tier["anova"]) == pytest.approx(total * (1 - _unattributed(tier)), rel=1e-6)
+        # Borda: a model's points are the models it beats plus half its ties, summed over configurations.
+        points = {m: 0.0 for m in wide.columns}
+        for _, config in wide.iterrows():
+            for a, c in itertools.permutations(wide.columns, 2):
+                points[a] += 1.0 if config[a] - config[c] > 1e-9 else 0.5 if abs(config[a] - config[c]) <= 1e-9 else 0
+        assert {r["model"]: r["points"] for r in tier["borda"]} == pytest.approx(points)
+
+
+def _unattributed(tier: dict) -> float:
+    return 1 - sum(r["share"] for r in tier["anova"])
 
 
 def test_card_discloses_the_configuration_from_the_run_itself(run: Path) -> None:
@@ -118,7 +139,7 @@ def test_a_report_inside_the_run_keeps_it_verifiable_and_is_not_clobbered(run: P
     assert cli("verify", str(run), cwd=run).returncode == 0
     before = (run / "report" / "stats.json").read_bytes()
     proc = cli("stats", str(run), cwd=run)
-    assert proc.returncode == 2 and "already exists" in proc.stderr and "--overwrite" in proc.stderr
+    assert proc.returncode == 2 and "already holds a report" in proc.stderr and "--overwrite" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and (run / "report" / "stats.json").read_bytes() == before
     # The same run and settings give the same statistics.
     proc = cli("stats", str(run), "--n-resamples", "300", "--overwrite", cwd=run)
@@ -145,3 +166,118 @@ def test_stats_and_card_refuse_bad_input(run: Path, tmp_path: Path) -> None:
         proc = cli(*args, cwd=tmp_path)
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def _cell_records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_gates_numbers_are_recomputed_from_the_records(run: Path) -> None:
+    from scipy.stats import spearmanr
+
+    from safetyrepro.adapters.gates import item_score, verdict
+    from safetyrepro.adapters.records import ItemRecord
+
+    document = json.loads((run / "gates" / "gates.json").read_text())
+    plan = json.loads((run / "plan.json").read_text())
+    assert document["format"] == "safetyrepro-gates/1" and document["plan_sha256"] == plan["plan_sha256"]
+    repeat = document["gates"]["repeat"]
+    chosen = [c for c in plan["cells"] if (c["benchmark"], c["template"], c["fewshot"]) == ("toxigen", "minimal", 0)]
+    assert repeat["cells"] == len(chosen) == 3 and repeat["configs"] == 1
+    rhos, agree = [], []
+    for cell in chosen:
+        folder = run / "cells" / cell["cell_id"]
+        first = [ItemRecord.model_validate(r) for r in _cell_records(folder / "records.jsonl")]
+        again = [ItemRecord.model_validate(r) for r in _cell_records(folder / "repeat" / "records.jsonl")]
+        assert [r.item_id for r in first] == [r.item_id for r in again] and len(first) == 6
+        x, y = [item_score(r) for r in first], [item_score(r) for r in again]
+        rhos.append(1.0 if x == pytest.approx(y, abs=1e-12) else float(spearmanr(x, y).statistic))
+        agree += [a.prediction == b.prediction for a, b in zip(first, again)]
+    assert repeat["median_item_spearman"] == pytest.approx(sorted(rhos)[1])
+    assert repeat["prediction_agreement"] == pytest.approx(sum(agree) / len(agree))
+    assert repeat["status"] == verdict([repeat["median_item_spearman"], repeat["median_ranking_spearman"]],
+                                       repeat["threshold"])
+    # The logged repeat requests are separate requests, marked as repeats.
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()[1:]]
+    assert sum(e["body"]["request"].get("repeat") == 1 for e in events) > 0
+    # Replay: the chosen quarter of the configurations, asked again byte for byte, agrees.
+    replay = document["gates"]["replay"]
+    assert replay["configs"] == 2 and replay["requests"] > 0 and replay["same_model_identity"] is True
+    assert replay["status"] == "PASS" and replay["prediction_agreement"] == 1.0
+    assert set(document["noise_floor"]) == {"toxigen"} and document["noise_floor"]["toxigen"]["repeat_pairs"] == 3
+    # The statistics carry the gates' verdict.
+    stats = json.loads((run / "report" / "stats.json").read_text())
+    assert stats["gates"]["supported"] is (document["supported"]) and stats["gates"]["frozen"] == ["repeat", "replay"]
+    verdict_line = "yes" if document["supported"] else "NO"
+    assert f"**Instrument gates: {verdict_line}" in (run / "report" / "report.md").read_text()
+
+
+def test_a_failed_gate_marks_every_statistic_as_not_supported(run: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "failed"
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns("report"))
+    gates = copy / "gates" / "gates.json"
+    document = json.loads(gates.read_text())
+    document["gates"]["repeat"]["status"], document["supported"] = "FAIL", False  # as a failed repeat writes it
+    gates.write_text(json.dumps(document))
+    assert cli("verify", str(copy), cwd=tmp_path).returncode == 0  # the gates folder is not an artefact
+    proc = cli("stats", str(copy), "--n-resamples", "50", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "NO (repeat gate failed)" in proc.stdout and "not supported" in proc.stdout
+    stats = json.loads((copy / "report" / "stats.json").read_text())
+    assert stats["gates"]["supported"] is False and stats["gates"]["failed"] == ["repeat"]
+    markdown = (copy / "report" / "report.md").read_text()
+    assert "**Instrument gates: NO (repeat gate failed).**" in markdown
+    table_rows = [line for line in markdown.splitlines() if line.startswith("| toxigen") and " vs " in line]
+    assert table_rows and all("NO (repeat gate failed)" in line for line in table_rows)
+    # Gates evaluated on other results (the run changed since) do not count: unchecked.
+    document["manifest_sha256"] = "0" * 64
+    gates.write_text(json.dumps(document))
+    proc = cli("stats", str(copy), "--n-resamples", "50", "--out", str(tmp_path / "r2"), cwd=tmp_path)
+    assert proc.returncode == 0 and "instrument gates: unchecked" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_gate_command_refuses_a_tampered_replay(run: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "tampered"
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns("report"))
+    log = copy / "gates" / "replay.jsonl"
+    lines = log.read_text().splitlines()
+    flipped = {'"identical":true': '"identical":false', '"identical":false': '"identical":true'}
+    lines[1] = next(lines[1].replace(a, b, 1) for a, b in flipped.items() if a in lines[1])
+    log.write_text("\n".join(lines) + "\n")
+    before = (copy / "gates" / "gates.json").read_bytes()
+    proc = cli("gate", str(copy), cwd=tmp_path)
+    assert proc.returncode == 2 and "replay.jsonl" in proc.stderr and "--replay --overwrite" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert (copy / "gates" / "gates.json").read_bytes() == before  # nothing written over
+
+
+def test_verify_is_not_fooled_by_derived_markers_or_report_leftovers(run: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns("report"))
+    # An interrupted report write leaves a staging folder: not an artefact, verify still passes.
+    leftover = copy / ".report.staging-0123abcd"
+    leftover.mkdir()
+    (leftover / "stats.json").write_text("{}")
+    assert cli("verify", str(copy), cwd=tmp_path).returncode == 0
+    # A gates marker dropped into a cell folder does not hide an edit there.
+    cell = next((copy / "cells").iterdir())
+    (cell / "gates.json").write_text(json.dumps({"format": "safetyrepro-gates/1"}))
+    records = cell / "records.jsonl"
+    records.write_text(records.read_text().replace('"item_id"', '"item_id" ', 1))
+    proc = cli("verify", str(copy), cwd=tmp_path)
+    assert proc.returncode == 1 and "records.jsonl does not match its manifest hash" in proc.stdout, proc.stdout
+
+
+def test_stats_never_writes_over_the_run_or_a_foreign_folder(run: Path, tmp_path: Path) -> None:
+    foreign = tmp_path / "notes"
+    foreign.mkdir()
+    (foreign / "keep.txt").write_text("mine")
+    for out, message in ((str(run), "is the run folder or holds it"), (str(run.parent), "is the run folder or holds it"),
+                         (".", "does not name a folder"), (str(run / "cells" / "x"), "inside the run's artefacts"),
+                         (str(run / "gates"), "inside the run's artefacts"),
+                         (str(foreign), "not a SafetyRepro report")):
+        proc = cli("stats", str(run), "--out", out, "--overwrite", cwd=run)
+        assert proc.returncode == 2 and message in proc.stderr, (out, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert (foreign / "keep.txt").read_text() == "mine"
+    assert cli("verify", str(run), cwd=run).returncode == 0
