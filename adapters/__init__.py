@@ -29,6 +29,7 @@ from ._registry import (
     all_scorers,
     all_styles,
     get_benchmark,
+    get_harness_scorer,
     get_scorer,
     get_style,
     register_plugin,
@@ -68,7 +69,7 @@ _LAZY = {
 
 __all__ = [
     "ConfigError", "DataError", "ModelSpec", "RunConfig", "SafetyReproError", "all_benchmarks", "all_scorers",
-    "all_styles", "build_config", "get_benchmark", "get_scorer", "get_style", "hookimpl", "register_plugin",
+    "all_styles", "build_config", "get_benchmark", "get_harness_scorer", "get_scorer", "get_style", "hookimpl", "register_plugin",
     "unregister_plugin", *_LAZY,
 ]
 

@@ -84,6 +84,17 @@ def get_scorer(name: str) -> Scorer:
     return _pick("scoring", name, all_scorers())
 
 
+def get_harness_scorer(name: str) -> Scorer:
+    """A scoring path the harness bindings translate (``Scorer.harness``); others are refused."""
+    scorer = get_scorer(name)
+    if not scorer.harness:
+        usable = sorted(n for n, s in all_scorers().items() if s.harness)
+        raise ConfigError(f"scoring {name!r} is not translated into the harnesses (it runs in the core runner and the "
+                          "grid)", f"use scoring {' or '.join(usable)} here, or run {name!r} with `safetyrepro run` or "
+                          "`safetyrepro grid`")
+    return scorer
+
+
 def template_file(bench: Benchmark) -> Path:
     if bench.template_file is not None:
         return Path(bench.template_file)

@@ -19,6 +19,7 @@ from .errors import ConfigError
 from .items import Item
 from .prompts import RenderedPrompt, Style, benchmark_blocks, render_prompt, user_turn
 from .subsets import Manifest, select
+from .symmetric import mirrored
 
 if TYPE_CHECKING:
     from .benchmarks.base import Benchmark
@@ -39,6 +40,9 @@ class CellItem:
     """What an answer to each option states (``B``, ``Yes``, or CrowS' sentence)."""
     context: str | None
     """The exact prompt string the model sees (chat template applied), when a formatter was given."""
+    mirror: CellItem | None = None
+    """The same item asked with its label-to-meaning mapping reversed (:mod:`.symmetric`), on a
+    scoring path that asks both (``symmetric``); otherwise None."""
 
     @property
     def candidates(self) -> list[str]:
@@ -84,8 +88,11 @@ class Cell:
 
     def with_contexts(self, formatter: ChatFormatter) -> Cell:
         """The same cell with every item's exact prompt string rendered by ``formatter``."""
-        items = tuple(replace(c, context=formatter.context_for(c.prompt.messages, c.prompt.text)) for c in self.items)
-        return replace(self, items=items)
+        def rendered(c: CellItem) -> CellItem:
+            return replace(c, context=formatter.context_for(c.prompt.messages, c.prompt.text),
+                           mirror=rendered(c.mirror) if c.mirror is not None else None)
+
+        return replace(self, items=tuple(rendered(c) for c in self.items))
 
     def subset(self, start: int, stop: int) -> Cell:
         """The cell restricted to items ``start:stop`` (for chunked, resumable scoring)."""
@@ -110,7 +117,12 @@ def prepare_cell(config: RunConfig, *, data_dir: str | os.PathLike[str] | DataSo
     template, no weights) also the exact prompt string of every item."""
     bench = _registry.get_benchmark(config.benchmark)
     style = _registry.get_style(config.template)
-    _registry.get_scorer(config.scoring)  # an unknown scoring path is refused here, for every binding
+    scorer = _registry.get_scorer(config.scoring)  # an unknown scoring path is refused here, for every binding
+    if scorer.asks_mirrored and style.reasoning:
+        raise ConfigError(f"scoring {config.scoring} asks each item under two label mappings and needs a direct "
+                          f"template, not {style.name} (reasoning)",
+                          f"use template minimal, persona or detailed with scoring {config.scoring} (in a grid: "
+                          f"exclude {{template: {style.name}, scoring: {config.scoring}}})")
     source = data_dir if isinstance(data_dir, DataSource) else resolve_data_dir(data_dir)
     evals, pool_items, manifest = select(bench, bench.load(source))
     if config.fewshot > len(pool_items):
@@ -125,13 +137,19 @@ def prepare_cell(config: RunConfig, *, data_dir: str | os.PathLike[str] | DataSo
                              user_turn=user_turn(blocks, style, shot, where)))
     shots = [(e.item, e.answer_string) for e in pool[: config.fewshot]]
     chosen = evals[: config.limit] if config.limit else evals
-    items = []
-    for item in chosen:
+    def presented(item: Item) -> CellItem:
         prompt = render_prompt(blocks, style, item, shots, where=where)
-        items.append(CellItem(
+        return CellItem(
             item=item, prompt=prompt, user_turn=prompt.messages[-1]["content"],
             answer_strings=tuple(bench.answer_string(item, i) for i in range(len(item.options))),
             context=formatter.context_for(prompt.messages, prompt.text) if formatter is not None else None,
-        ))
+        )
+
+    items = []
+    for item in chosen:
+        cell_item = presented(item)
+        if scorer.asks_mirrored:
+            cell_item = replace(cell_item, mirror=presented(mirrored(item)))
+        items.append(cell_item)
     return Cell(config=config, benchmark=bench, style=style, source=source, manifest=manifest,
                 n_subset=len(evals), items=tuple(items), pool=tuple(pool))

@@ -64,12 +64,16 @@ def item_score(record: ItemRecord) -> float:
     """An item's score on a continuous scale where the path gives one: on the logprob path the
     probability (softmax over the candidates' loglikelihoods) of the gold option, or of option 0
     where the benchmark has no gold (CrowS-Pairs: the more stereotypical sentence); on the regex
-    path 1 if the prediction is gold (option 0 without gold), else 0. An unparsed answer gives the
+    path 1 if the prediction is gold (option 0 without gold), else 0; on the symmetric path the
+    z_sym of that option. An unparsed answer gives the
     target nothing (0); it stays unparsed wherever predictions are counted (prediction agreement
     treats it as an answer of its own)."""
     if record.prediction is None:
         return 0.0
     target = record.gold if record.gold is not None else 0
+    symmetric = record.meta.get("symmetric")
+    if symmetric:  # the mapping-free preference (a logit: the Spearman correlations need only its order)
+        return float(symmetric["z_sym"][target])
     if record.loglikelihoods:
         lls = np.asarray(record.loglikelihoods, dtype=float)
         probs = np.exp(lls - lls.max())

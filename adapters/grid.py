@@ -251,7 +251,13 @@ def plan(grid: GridConfig) -> dict[str, Any]:
                                "max_new_tokens": grid.max_new_tokens},
                               source=f"grid cell {fields}")
         reasoning = _registry.get_style(template).reasoning
-        same_as = config if scoring != "logprob" or reasoning else config.model_copy(update={"decoding": "greedy"})
+        mirrored = _registry.get_scorer(scoring).asks_mirrored
+        if mirrored and reasoning:
+            raise ConfigError(f"scoring {scoring} needs a direct template, and the grid pairs it with {template}",
+                              f"add the exclusion {{template: {template}, scoring: {scoring}}} to the grid")
+        # Direct loglikelihood paths do not decode: their cells at any decoding compute the same.
+        decodes = scoring not in ("logprob", "symmetric") or reasoning
+        same_as = config if decodes else config.model_copy(update={"decoding": "greedy"})
         cells.append({**fields, "config": config.model_dump(mode="json"), "config_sha256": config.config_hash(),
                       "compute_key": same_as.config_hash()})
     if not cells:

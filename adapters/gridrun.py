@@ -41,8 +41,10 @@ from .config import RunConfig
 from .errors import ConfigError
 from .grid import GridConfig, build_grid, plan, repeated
 from .journal import Journal, verify as verify_journal
+from .symmetric import summary as symmetric_summary
 from .runner import _versions
-from .scoring import generation_budget, logprob_context, make_record, score_generation, score_loglikelihoods
+from .scoring import (generation_budget, logprob_context, make_record, score_generation, score_loglikelihoods,
+                      score_symmetric)
 
 EVENTS = "events.jsonl"
 PLAN = "plan.json"
@@ -151,7 +153,11 @@ class GridPlan:
                                   seed=int(_sha(f"{self.grid.seed}|{gen.key}")[:8], 16), repeat=repeat)
                 gen_key = self._add(gen)
             keys = []
-            if config.scoring == "logprob":
+            if c.mirror is not None:  # symmetric: the candidates as listed, then under the reversed mapping
+                for asked in (c, c.mirror):
+                    keys += [self._add(Request(model, "loglikelihood", logprob_context(asked.context or ""), candidate,
+                                               repeat=repeat)) for candidate in asked.candidates]
+            elif config.scoring == "logprob":
                 for candidate in c.candidates:
                     if style.reasoning:
                         keys.append(self._add(Request(model, "loglikelihood", context, candidate, after=gen_key,
@@ -370,6 +376,12 @@ def cell_records(cr: CellRequests, responses: dict[str, Any]) -> list[Any]:
             continue
         scored = [responses[k] for k in keys]
         context = logprob_context(c.context or "", output if p.style.reasoning else None)
+        if c.mirror is not None:
+            n = len(c.candidates)
+            outcome = score_symmetric(bench, c.item, [s[0] for s in scored[:n]], [s[0] for s in scored[n:]],
+                                      is_greedy=[s[1] for s in scored[:n]])
+            records.append(make_record(p, c, outcome, logprob_context=context))
+            continue
         outcome = score_loglikelihoods(bench, c.item, [s[0] for s in scored], is_greedy=[s[1] for s in scored],
                                        reasoning=output)
         records.append(make_record(p, c, outcome, logprob_context=context))
@@ -386,6 +398,9 @@ def _cell_results(out: Path, folder: str, cr: CellRequests, frozen: dict[str, An
     summary = {"cell": {k: v for k, v in cell.items() if k != "config"}, "config": cell["config"],
                "plan_sha256": frozen["plan_sha256"], "metrics": {k: v.model_dump() for k, v in metrics.items()},
                "counts": {"items": len(records), "unparsed": sum(r.prediction is None for r in records)}, **extra}
+    mapping = symmetric_summary(records)
+    if mapping is not None:
+        summary["symmetric"] = mapping
     replace_file(out / folder / "summary.json", (json.dumps(summary, indent=1) + "\n").encode())
     return [{"cell_id": cell["cell_id"], "model": cell["model"], "benchmark": cell["benchmark"],
              "template": cell["template"], "scoring": cell["scoring"], "fewshot": cell["fewshot"],

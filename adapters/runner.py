@@ -31,6 +31,7 @@ from .models.hf import HFLanguageModel, resolve_model_path
 from .journal import Journal
 from .records import ItemRecord
 from .scoring import extraction_report
+from .symmetric import summary as symmetric_summary
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,7 @@ def run(
         "counts": {"items": len(records), "unparsed": sum(r.prediction is None for r in records),
                    "resumed": len(done)},
         "extraction": extraction_report(records),
+        **({"symmetric": mapping} if (mapping := symmetric_summary(records)) is not None else {}),
         "metrics": {name: m.model_dump() for name, m in metrics.items()},
         "versions": _versions(),
         "elapsed_s": round(time.time() - started, 2),

@@ -1,10 +1,14 @@
-"""The two scoring paths. Both see the same rendered prompt; only the readout differs.
+"""The scoring paths. All see the same rendered prompt; only the readout differs.
 
 * ``regex``: generate with the cell's decoding, extract with ``extract.py``.
 * ``logprob``: loglikelihood of each candidate continuation ``" " + answer_string(i)`` after
   ``context + "Answer:"``; argmax wins (ties go to the lower index and are rare in float32).
   With a reasoning style (cot) the reasoning is generated first with the cell's decoding, cut at
   its first "Answer:" marker, and the candidates are scored after ``reasoning + "\\nAnswer:"``.
+* ``symmetric``: the logprob path asked twice, the second time with the label-to-meaning mapping
+  reversed; decided by the mapping-free preference z_sym (:mod:`.symmetric`). Direct templates
+  only; the core runner and the grid run it (the harness bindings translate ``logprob`` and
+  ``regex``: ``Scorer.harness``).
 
 The readout is public and model-free: :func:`score_generation` and :func:`score_loglikelihoods`
 turn a model's raw output or candidate loglikelihoods into an :class:`~.records.Outcome`. The
@@ -19,6 +23,7 @@ import re
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 from .benchmarks.base import Benchmark
 from .cell import Cell, CellItem
@@ -145,6 +150,11 @@ class Scorer(ABC):
     """A scoring path; plugins may add more through ``safetyrepro_scorers``."""
 
     name: str
+    asks_mirrored: ClassVar[bool] = False
+    """Whether the path also asks each item with its label mapping reversed (cells then prepare
+    ``CellItem.mirror``)."""
+    harness: ClassVar[bool] = False
+    """Whether the harness bindings (lm-eval, Inspect, HELM) translate this path."""
 
     def describe(self, cell: Cell) -> str:
         """The rule that turns the model's output into a prediction, in one sentence (GRID cards)."""
@@ -162,6 +172,7 @@ def _contexts(cell: Cell) -> list[str]:
 
 class RegexScorer(Scorer):
     name = "regex"
+    harness = True
 
     def describe(self, cell):
         from .extract import EXTRACTION_VERSION
@@ -181,6 +192,7 @@ class RegexScorer(Scorer):
 
 class LogprobScorer(Scorer):
     name = "logprob"
+    harness = True
 
     def describe(self, cell):
         what = "option sentences" if cell.benchmark.answer_with == "option" else "option labels"
@@ -207,6 +219,53 @@ class LogprobScorer(Scorer):
             outcome = score_loglikelihoods(cell.benchmark, c.item, [ll for ll, _ in chunk],
                                            is_greedy=[g for _, g in chunk], reasoning=r)
             records.append(make_record(cell, c, outcome, logprob_context=ctx))
+            if progress:
+                progress(1)
+        return records
+
+
+def score_symmetric(bench: Benchmark, item: Item, lls_plus: Sequence[float], lls_minus_mirrored: Sequence[float], *,
+                    is_greedy: Sequence[bool] | None = None) -> Outcome:
+    """The symmetric path's decision (:mod:`.symmetric`): argmax of z_sym over both mappings; the
+    record keeps the first asking's loglikelihoods and the evidence in ``meta["symmetric"]``."""
+    from .symmetric import combine, prediction
+
+    evidence = combine(item, lls_plus, lls_minus_mirrored)
+    outcome = _outcome(bench, item, prediction(evidence), SYMMETRIC_RULE, loglikelihoods=[float(v) for v in lls_plus],
+                       is_greedy=[bool(g) for g in is_greedy] if is_greedy is not None else None)
+    outcome.meta["symmetric"] = evidence
+    return outcome
+
+
+SYMMETRIC_RULE = "symmetric z_sym argmax"
+
+
+class SymmetricScorer(Scorer):
+    name = "symmetric"
+    asks_mirrored = True
+
+    def describe(self, cell):
+        what = "option sentences" if cell.benchmark.answer_with == "option" else "option labels"
+        return (f"summed token loglikelihoods of the candidates ({what}) after the prompt, asked twice: as listed and "
+                "with the options in reverse order (letters keep their place, so the label-to-meaning mapping "
+                "reverses); per option z = logit(softmax probability clipped to 1e-6), prediction = argmax of "
+                "z_sym = (z+ + z-)/2; b_map = (z+ - z-)/2 is the mapping bias")
+
+    def score(self, lm, cell, progress=None):
+        config = cell.config
+        requests = []
+        for c in cell.items:
+            requests += [(logprob_context(c.context), cand) for cand in c.candidates]
+            requests += [(logprob_context(c.mirror.context), cand) for cand in c.mirror.candidates]
+        scored = lm.loglikelihood(requests, batch_size=config.batch_size)
+        records, cursor = [], 0
+        for c in cell.items:
+            n = len(c.candidates)
+            plus, minus = scored[cursor : cursor + n], scored[cursor + n : cursor + 2 * n]
+            cursor += 2 * n
+            outcome = score_symmetric(cell.benchmark, c.item, [ll for ll, _ in plus], [ll for ll, _ in minus],
+                                      is_greedy=[g for _, g in plus])
+            records.append(make_record(cell, c, outcome, logprob_context=logprob_context(c.context)))
             if progress:
                 progress(1)
         return records

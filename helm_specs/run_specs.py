@@ -29,7 +29,7 @@ from helm.benchmark.metrics.metric import MetricSpec
 from helm.benchmark.run_spec import RunSpec, run_spec_function
 from helm.benchmark.scenarios.scenario import ScenarioSpec
 
-from safetyrepro.adapters import SafetyReproError, all_benchmarks, generation_budget, get_scorer, get_style
+from safetyrepro.adapters import SafetyReproError, all_benchmarks, generation_budget, get_harness_scorer, get_style
 
 from . import translate
 
@@ -42,7 +42,7 @@ def build_run_spec(benchmark: str, **args: Any) -> RunSpec:
     try:
         config = translate.entry_config(benchmark, entry)
         style = get_style(config.template)
-        get_scorer(config.scoring)
+        get_harness_scorer(config.scoring)
     except SafetyReproError as exc:
         raise translate.fail(exc) from None
     generates = config.scoring == "regex" or style.reasoning

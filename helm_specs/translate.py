@@ -28,7 +28,7 @@ from safetyrepro.adapters.scoring import DIRECT_MAX_NEW_TOKENS, REASONING_MAX_NE
 
 ENTRY_ARGUMENTS: dict[str, str] = {
     "template": " | ".join(all_styles()),
-    "scoring": " | ".join(all_scorers()),
+    "scoring": " | ".join(n for n, s in all_scorers().items() if s.harness),
     "fewshot": " | ".join(str(k) for k in FEWSHOT_CHOICES),
     "decoding": " | ".join(DECODING_TEMPERATURE),
     "limit": "the first N items of the core's fixed subset (default: all of it)",

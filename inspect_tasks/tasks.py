@@ -35,6 +35,7 @@ from safetyrepro.adapters import (
     build_config,
     default_budget,
     get_benchmark,
+    get_harness_scorer,
     prepare_cell,
     score_generation,
     score_loglikelihoods,
@@ -58,6 +59,7 @@ def _cell(benchmark: str, template: str, scoring: str, fewshot: int, data_dir: s
     try:
         config = build_config({"benchmark": benchmark, "template": template, "scoring": scoring, "fewshot": fewshot},
                               source="task arguments (-T)")
+        get_harness_scorer(config.scoring)
         return prepare_cell(config, data_dir=data_dir)
     except SafetyReproError as exc:
         raise PrerequisiteError(f"error: {exc}") from None

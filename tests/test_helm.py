@@ -163,6 +163,7 @@ def test_summarize_shows_a_table_per_benchmark(helm_root: Path) -> None:
         ("safetyrepro_bbq:shots=3", "unknown argument 'shots' -- fix: use only these arguments: template="),
         ("safetyrepro_bbq:fewshot=three", "fewshot='three' is not a whole number"),
         ("safetyrepro_bbq:template=fancy", "unknown template 'fancy'"),
+        ("safetyrepro_bbq:scoring=symmetric", "scoring 'symmetric' is not translated into the harnesses"),
         ("safetyrepro_bbq:fewshot=4", "fewshot: Value error, fewshot must be one of (0, 3, 5)"),
         ("safetyrepro_bbq:data_dir=/nonexistent/data", "data folder /nonexistent/data does not exist"),
         # HELM's own run expanders would change what the core asks: refused, not scored.

@@ -127,6 +127,7 @@ def test_stock_hf_provider_agrees_on_the_regex_path(tmp_path: Path, lm) -> None:
     [
         (["safetyrepro/bbq", "-T", "template=fancy"], "unknown template 'fancy'"),
         (["safetyrepro/bbq", "-T", "scoring=vibes"], "unknown scoring 'vibes'"),
+        (["safetyrepro/bbq", "-T", "scoring=symmetric"], "scoring 'symmetric' is not translated into the harnesses"),
         (["safetyrepro/bbq", "-T", "fewshot=2"], "fewshot must be one of (0, 3, 5)"),
         (["safetyrepro/bbq", "-T", "data_dir=/nonexistent"], "data folder /nonexistent does not exist"),
         (["safetyrepro/bbq", "-T", "scoring=logprob", "--model", "mockllm/model"], "needs candidate loglikelihoods"),
