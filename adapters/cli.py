@@ -223,8 +223,9 @@ def stats_cmd(
     from .gridresults import GridResults
     from .statsreport import write_stats
 
-    from .statsreport import supported_label
+    from .statsreport import report_target, supported_label
 
+    report_target(folder, out, overwrite=overwrite)  # a bad --out is refused before the run is read
     results = GridResults.open(folder, data_dir=data_dir)
     document = write_stats(results, out, n_resamples=n_resamples, overwrite=overwrite)
     target = Path(document["report"])

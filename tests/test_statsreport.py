@@ -17,7 +17,7 @@ import yaml
 # Three instruments from the embedded weights (rankings need three models): fp32, bf16, NF4.
 GRID = {"models": [{"name": "fp32"}, {"name": "bf16", "dtype": "bfloat16"}, {"name": "nf4", "quantization": "nf4"}],
         "benchmarks": ["toxigen", "crows_pairs"], "templates": ["minimal", "persona"], "scorings": ["logprob"],
-        "fewshots": [0, 3], "decodings": ["greedy"], "limit": 6, "batch_size": 4,
+        "fewshots": [0, 3], "decodings": ["greedy"], "limit": 4, "batch_size": 4,
         # Frozen stability gates: one configuration asked twice by every model, a quarter replayed.
         "gates": {"repeat": {"configs": [{"benchmark": "toxigen", "template": "minimal", "fewshot": 0}]},
                   "replay": {"share": 0.25}}}
@@ -38,7 +38,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     proc = cli("gate", "g", "--replay", cwd=root)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert "instrument gates" in proc.stdout and "noise floor toxigen" in proc.stdout
-    proc = cli("stats", "g", "--n-resamples", "300", cwd=root)
+    proc = cli("stats", "g", "--n-resamples", "200", cwd=root)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "rank stability per benchmark" in proc.stdout
     return root / "g"
@@ -125,7 +125,7 @@ def test_card_discloses_the_configuration_from_the_run_itself(run: Path) -> None
     assert {s.metric: s.value for s in card.scores} == {k: v["value"] for k, v in summary["metrics"].items()}
     assert card.fewshot == 3 and len(card.exemplar_ids) == 3
     assert card.scoring == "logprob" and "argmax" in card.scoring_rule
-    assert card.items == 6 and card.data_files and all(len(h) == 64 for h in card.data_files.values())
+    assert card.items == 4 and card.data_files and all(len(h) == 64 for h in card.data_files.values())
     other = next(c for c in plan["cells"] if c["model"] == "nf4" and c["benchmark"] == cell["benchmark"]
                  and c["template"] != cell["template"])
     other_card = yaml.safe_load((run / "report" / "cards" / f"{other['cell_id']}.yaml").read_text())
@@ -142,7 +142,7 @@ def test_a_report_inside_the_run_keeps_it_verifiable_and_is_not_clobbered(run: P
     assert proc.returncode == 2 and "already holds a report" in proc.stderr and "--overwrite" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and (run / "report" / "stats.json").read_bytes() == before
     # The same run and settings give the same statistics.
-    proc = cli("stats", str(run), "--n-resamples", "300", "--overwrite", cwd=run)
+    proc = cli("stats", str(run), "--n-resamples", "200", "--overwrite", cwd=run)
     assert proc.returncode == 0, proc.stderr
     assert (run / "report" / "stats.json").read_bytes() == before
 
@@ -189,7 +189,7 @@ def test_gates_numbers_are_recomputed_from_the_records(run: Path) -> None:
         folder = run / "cells" / cell["cell_id"]
         first = [ItemRecord.model_validate(r) for r in _cell_records(folder / "records.jsonl")]
         again = [ItemRecord.model_validate(r) for r in _cell_records(folder / "repeat" / "records.jsonl")]
-        assert [r.item_id for r in first] == [r.item_id for r in again] and len(first) == 6
+        assert [r.item_id for r in first] == [r.item_id for r in again] and len(first) == 4
         x, y = [item_score(r) for r in first], [item_score(r) for r in again]
         rhos.append(1.0 if x == pytest.approx(y, abs=1e-12) else float(spearmanr(x, y).statistic))
         agree += [a.prediction == b.prediction for a, b in zip(first, again)]
@@ -220,7 +220,7 @@ def test_a_failed_gate_marks_every_statistic_as_not_supported(run: Path, tmp_pat
     document["gates"]["repeat"]["status"], document["supported"] = "FAIL", False  # as a failed repeat writes it
     gates.write_text(json.dumps(document))
     assert cli("verify", str(copy), cwd=tmp_path).returncode == 0  # the gates folder is not an artefact
-    proc = cli("stats", str(copy), "--n-resamples", "50", cwd=tmp_path)
+    proc = cli("stats", str(copy), "--n-resamples", "20", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "NO (repeat gate failed)" in proc.stdout and "not supported" in proc.stdout
     stats = json.loads((copy / "report" / "stats.json").read_text())
@@ -232,7 +232,7 @@ def test_a_failed_gate_marks_every_statistic_as_not_supported(run: Path, tmp_pat
     # Gates evaluated on other results (the run changed since) do not count: unchecked.
     document["manifest_sha256"] = "0" * 64
     gates.write_text(json.dumps(document))
-    proc = cli("stats", str(copy), "--n-resamples", "50", "--out", str(tmp_path / "r2"), cwd=tmp_path)
+    proc = cli("stats", str(copy), "--n-resamples", "20", "--out", str(tmp_path / "r2"), cwd=tmp_path)
     assert proc.returncode == 0 and "instrument gates: unchecked" in proc.stdout, proc.stdout + proc.stderr
 
 
