@@ -137,7 +137,13 @@ def prepare_cell(config: RunConfig, *, data_dir: str | os.PathLike[str] | DataSo
                              user_turn=user_turn(blocks, style, shot, where)))
     shots = [(e.item, e.answer_string) for e in pool[: config.fewshot]]
     chosen = evals[: config.limit] if config.limit else evals
-    def presented(item: Item) -> CellItem:
+    # The second asking of a symmetric path uses the reversed mapping throughout, exemplars included.
+    mirrored_shots = []
+    for e in pool[: config.fewshot]:
+        flipped = mirrored(e.item)
+        mirrored_shots.append((flipped, bench.answer_string(flipped, len(flipped.options) - 1 - e.answer)))
+
+    def presented(item: Item, shots: list[tuple[Item, str]] = shots) -> CellItem:
         prompt = render_prompt(blocks, style, item, shots, where=where)
         return CellItem(
             item=item, prompt=prompt, user_turn=prompt.messages[-1]["content"],
@@ -149,7 +155,7 @@ def prepare_cell(config: RunConfig, *, data_dir: str | os.PathLike[str] | DataSo
     for item in chosen:
         cell_item = presented(item)
         if scorer.asks_mirrored:
-            cell_item = replace(cell_item, mirror=presented(mirrored(item)))
+            cell_item = replace(cell_item, mirror=presented(mirrored(item), mirrored_shots))
         items.append(cell_item)
     return Cell(config=config, benchmark=bench, style=style, source=source, manifest=manifest,
                 n_subset=len(evals), items=tuple(items), pool=tuple(pool))

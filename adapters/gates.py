@@ -63,7 +63,8 @@ CONFIG_KEYS = ("benchmark", "template", "scoring", "fewshot", "decoding")
 def item_score(record: ItemRecord) -> float:
     """An item's score on a continuous scale where the path gives one: on the logprob path the
     probability (softmax over the candidates' loglikelihoods) of the gold option, or of option 0
-    where the benchmark has no gold (CrowS-Pairs: the more stereotypical sentence); on the regex
+    where the benchmark has no gold (the same option in both measurements of an item, which is what
+    a repeat needs; for CrowS-Pairs its meaning alternates along the subset); on the regex
     path 1 if the prediction is gold (option 0 without gold), else 0; on the symmetric path the
     z_sym of that option. An unparsed answer gives the
     target nothing (0); it stays unparsed wherever predictions are counted (prediction agreement

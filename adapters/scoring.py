@@ -230,7 +230,7 @@ def score_symmetric(bench: Benchmark, item: Item, lls_plus: Sequence[float], lls
     record keeps the first asking's loglikelihoods and the evidence in ``meta["symmetric"]``."""
     from .symmetric import combine, prediction
 
-    evidence = combine(item, lls_plus, lls_minus_mirrored)
+    evidence = combine(item, lls_plus, lls_minus_mirrored, reference=bench.reference_option(item))
     outcome = _outcome(bench, item, prediction(evidence), SYMMETRIC_RULE, loglikelihoods=[float(v) for v in lls_plus],
                        is_greedy=[bool(g) for g in is_greedy] if is_greedy is not None else None)
     outcome.meta["symmetric"] = evidence

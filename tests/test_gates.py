@@ -107,7 +107,7 @@ def test_item_score_is_the_gold_probability_or_correctness() -> None:
     assert item_score(record(loglikelihoods=lls)) == pytest.approx(0.6)
     assert item_score(record(prediction=2, prediction_label="C", correct=False)) == 0.0
     assert item_score(record(prediction=None, prediction_label=None, correct=None, extraction_rule="unparsed")) == 0.0
-    # No gold (CrowS-Pairs): the probability of option 0, the more stereotypical sentence.
+    # No gold (CrowS-Pairs): the probability of option 0, the same option in both measurements.
     assert item_score(record(gold=None, gold_label=None, correct=None, loglikelihoods=lls)) == pytest.approx(0.2)
     # Symmetric: the mapping-free preference of the gold option.
     assert item_score(record(loglikelihoods=lls, meta={"symmetric": {"z_sym": [0.1, -0.4, 0.2]}})) == -0.4

@@ -144,3 +144,51 @@ def test_symmetric_needs_a_direct_template(tmp_path: Path) -> None:
     (tmp_path / "grid.yaml").write_text(yaml.safe_dump({**grid, "exclusions": [{"template": "cot",
                                                                                  "scoring": "symmetric"}]}))
     assert cli("plan", "grid.yaml", cwd=tmp_path).returncode == 0
+
+
+def test_crows_reference_is_the_stereotypical_sentence_wherever_it_stands() -> None:
+    from safetyrepro.adapters.scoring import score_symmetric
+
+    config = build_config({"benchmark": "crows_pairs", "template": "minimal", "scoring": "symmetric", "limit": 2},
+                          source="test")
+    cell = prepare_cell(config)
+    positions = [c.item.meta["stereo_index"] for c in cell.items]
+    assert sorted(positions) == [0, 1]  # the order alternates along the subset
+    for c in cell.items:
+        outcome = score_symmetric(cell.benchmark, c.item, [-1.0, -2.0], [-1.5, -1.0])
+        assert outcome.meta["symmetric"]["reference"] == c.item.meta["stereo_index"]
+
+
+def test_a_tie_made_by_clipping_goes_to_the_unclipped_preference() -> None:
+    item = first_item("bbq").item
+    # Option 0 certain as listed, option 2 certain reversed: clipped z_sym ties options 0 and 2.
+    evidence = combine(item, [0.0, -50.0, -30.0], [0.0, -50.0, -40.0])
+    assert evidence["z_sym"][0] == evidence["z_sym"][2]
+    assert prediction(evidence) == 2  # unclipped: option 2 is preferred by 5 nats of log-odds
+    assert prediction(combine(item, [0.0, -50.0, -40.0], [0.0, -50.0, -30.0])) == 0
+
+
+def test_the_reversed_asking_reverses_its_exemplars_too() -> None:
+    import re
+
+    def shots(messages) -> list[tuple[str, str]]:
+        """(user turn, the option text its assistant answer names) per exemplar."""
+        out = []
+        users = [m for m in messages if m["role"] == "user"]
+        answers = [m for m in messages if m["role"] == "assistant"]
+        for user, answer in zip(users, answers):
+            letter = answer["content"].split()[-1]
+            out.append((user["content"], re.search(rf"^{letter}\. (.*)$", user["content"], re.M).group(1)))
+        return out
+
+    config = build_config({"benchmark": "bbq", "template": "minimal", "scoring": "symmetric", "fewshot": 3,
+                           "limit": 1}, source="test")
+    c = prepare_cell(config).items[0]
+    first, second = shots(c.prompt.messages), shots(c.mirror.prompt.messages)
+    assert len(first) == len(second) == 3
+    for (user, meaning), (user_reversed, meaning_reversed) in zip(first, second):
+        assert user != user_reversed and meaning == meaning_reversed  # another letter, the same answer
+    toxigen = prepare_cell(build_config({"benchmark": "toxigen", "template": "minimal", "scoring": "symmetric",
+                                         "fewshot": 3, "limit": 1}, source="test")).items[0]
+    users = [m["content"] for m in toxigen.mirror.prompt.messages if m["role"] == "user"]
+    assert len(users) == 4 and all("Reply with No or Yes" in u for u in users)

@@ -128,6 +128,11 @@ class Benchmark(ABC):
             )
         return {name: computed[name] for name in declared}
 
+    def reference_option(self, item: Item) -> int:
+        """The meaning an item's continuous score is about (symmetric z_sym / b_map): its gold
+        option, or option 0 where there is none (benchmarks without gold may override)."""
+        return item.gold if item.gold is not None else 0
+
     def correct(self, item: Item, prediction: int | None) -> bool | None:
         """Per-item correctness; ``None`` where the benchmark has no correct answer."""
         if item.gold is None:

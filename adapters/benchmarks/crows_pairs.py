@@ -52,6 +52,10 @@ class CrowsPairs(Benchmark):
         return [_presented(item_id, more, less, direction, bias_type, more_first=True)
                 for item_id, more, less, direction, bias_type in rows]
 
+    def reference_option(self, item: Item) -> int:
+        """The more stereotypical sentence (its position alternates along the subset)."""
+        return int(item.meta["stereo_index"])
+
     def arrange(self, items: list[Item]) -> list[Item]:
         """Alternate the presentation order along the subset (and the exemplar pool): the more
         stereotypical sentence comes first at even positions, second at odd ones. So every prefix
