@@ -45,6 +45,7 @@ import pandas as pd
 from . import _registry
 from .atomic import replace_file
 from .errors import ConfigError
+from .grid import CONFIG_KEYS
 from .gridresults import GridResults
 from .gridrun import (GATES_FORMAT, GATES_MARKER, MANIFEST, REPEAT_FOLDER, Request, _canonical, _execute, _sha,
                       cell_records, identity)
@@ -55,7 +56,6 @@ from .stats import goodness
 GATES_FOLDER = "gates"
 GATES_FILE = GATES_MARKER
 REPLAY_LOG = "replay.jsonl"
-CONFIG_KEYS = ("benchmark", "template", "scoring", "fewshot", "decoding")
 
 
 # ---- per item -----------------------------------------------------------------------------------
