@@ -155,8 +155,10 @@ def card(results: GridResults, cell_id: str) -> GridCard:
         model=CardModel(**{k: logged[k] for k in ("name", "path", "quantization", "weights_sha256", "runtime")},
                         dtype=logged.get("dtype", config.model.dtype)),
         versions=bodies[-1]["versions"],
-        harness=f"safetyrepro grid runner {bodies[-1]['versions'].get('safetyrepro', '?')} "
-                "(the core's reference runner on transformers, requests logged in events.jsonl)",
+        harness=f"safetyrepro grid runner {bodies[-1]['versions'].get('safetyrepro', '?')} " + (
+            f"(requests to the OpenAI-compatible endpoint {logged['runtime']['endpoint']}, identity "
+            f"{logged['runtime']['identity']}, logged in events.jsonl)" if "endpoint" in logged["runtime"] else
+            "(the core's reference runner on transformers, requests logged in events.jsonl)"),
         template=config.template, template_sha256=template_sha256(results, cell_id), decoding=config.decoding,
         temperature=DECODING_TEMPERATURE[config.decoding], fewshot=config.fewshot,
         exemplar_ids=[e.item.id for e in prepared.shots], scoring=config.scoring,

@@ -192,6 +192,11 @@ def grid_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
     Console(width=None if sys.stdout.isatty() else 160).print(table)
     print(f"{summary['cells']} cells from {summary['requests']} unique requests "
           f"({summary.get('requests_asked_by_cells', '?')} asked by the cells); results in {target / 'cells.parquet'}")
+    for name, seen in summary.get("endpoints", {}).items():
+        held = {True: "held", False: "BROKEN (fingerprint changed)", None: "unverified (no fingerprint reported)"}
+        print(f"endpoint {name}: identity {seen['identity']} {held[seen['identity_held']]}; {seen['requests']} requests, "
+              f"{seen['retries']} retries, at most {seen['max_in_flight']} in flight, fingerprints "
+              f"{', '.join(seen['system_fingerprints']) or 'none reported'}")
 
 
 @app.command("verify")
@@ -277,6 +282,8 @@ def gate_cmd(
     folder: Annotated[Path, typer.Argument(help="A finished grid run's folder whose grid froze `gates:`.")],
     replay: Annotated[bool, typer.Option(help="Replay the logged requests now (byte for byte) for the replay gate.")] = False,
     overwrite: Annotated[bool, typer.Option(help="With --replay: discard an earlier replay and replay again.")] = False,
+    concurrency: Annotated[Optional[int], typer.Option(
+        min=1, max=64, help="With --replay: endpoint requests in flight during the replay (default: the run's).")] = None,
     data_dir: DataDir = None,
 ) -> None:
     """The instrument's stability gates: repeat (in the run) and replay (later); PASS/FAIL with the numbers."""
@@ -286,12 +293,14 @@ def gate_cmd(
     results = GridResults.open(folder, data_dir=data_dir)
     if results.prepared.grid.gates is None:
         evaluate(results)  # the one clear error
+    if concurrency is not None and not replay:
+        raise ConfigError("--concurrency sets the replay's requests in flight", "add --replay, or leave --concurrency out")
     if replay:
         if results.prepared.grid.gates.replay is None:  # type: ignore[union-attr]
             raise ConfigError(f"{folder} froze no replay gate", "drop --replay (or freeze `gates: {replay: {}}` in a new plan)")
         if overwrite:
             (folder / GATES_FOLDER / REPLAY_LOG).unlink(missing_ok=True)
-        run_replay(results, notify=_note)
+        run_replay(results, notify=_note, concurrency=concurrency)
     document = evaluate(results)
     table = Table(title=f"instrument gates (plan {document['plan_sha256'][:16]})", title_justify="left")
     for column in ("gate", "status", "threshold", "numbers"):
@@ -299,10 +308,16 @@ def gate_cmd(
     for name, gate in document["gates"].items():
         if gate is None:
             continue
-        numbers = {k: v for k, v in gate.items() if k not in ("status", "threshold", "rankings", "note") and v is not None}
+        numbers = {k: v for k, v in gate.items()
+                   if k not in ("status", "threshold", "rankings", "note", "endpoints") and v is not None}
         text = ", ".join(f"{k} {_num(v) if isinstance(v, float) else v}" for k, v in numbers.items())
         table.add_row(name, gate["status"], f"{gate['threshold']:g}", (text + ("; " + gate["note"] if gate.get("note") else "")))
     Console(width=None if sys.stdout.isatty() else 160).print(table)
+    for name, seen in ((document["gates"].get("replay") or {}).get("endpoints") or {}).items():
+        run, again = seen["run"] or {}, seen["replay"]
+        print(f"endpoint {name}: fingerprints {run.get('system_fingerprints') or 'none reported'} in the run, "
+              f"{again['system_fingerprints'] or 'none reported'} in the replay; in flight at most "
+              f"{run.get('max_in_flight')} then, {again['max_in_flight']} now; retries {again['retries']}")
     for benchmark, floor in document["noise_floor"].items():
         print(f"noise floor {benchmark}: median {_num(floor['noise_median'])}, p95 {_num(floor['noise_p95'])} "
               f"(detection limit); {_num(floor['share_gaps_below_detection'])} of {floor['model_gaps']} model gaps "

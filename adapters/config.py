@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, field_validator,
+                      model_serializer, model_validator)
 
 from .errors import ConfigError
 from .extract import EXTRACTION_VERSION
@@ -16,6 +17,42 @@ from .extract import EXTRACTION_VERSION
 DECODING_TEMPERATURE: dict[str, float] = {"greedy": 0.0, "t0.3": 0.3, "t0.7": 0.7}
 FEWSHOT_CHOICES = (0, 3, 5)
 EMBEDDED = "embedded"
+
+
+class EndpointSpec(BaseModel):
+    """An OpenAI-compatible server that answers instead of local weights (a shared endpoint,
+    observed: every exchange is logged with what the server says about itself)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    url: str = Field(pattern=r"^https?://[^\s@]+$", max_length=500)
+    """The API base, e.g. ``http://127.0.0.1:8000/v1`` (no credentials in it: see ``api_key_env``)."""
+    model: str = Field(min_length=1, max_length=200)
+    """The model name the server is asked for."""
+    api: Literal["completions", "chat"] = "completions"
+    """``completions``: the exact prompt string (rendered locally with ``name_or_path``'s chat
+    template) is sent as ``prompt``; ``chat``: the messages are sent and the server templates them."""
+    identity: Literal["L0", "L1", "L2"] = "L0"
+    """How well the answering model is known. L0: by its name only; L1: a pinned snapshot whose
+    ``system_fingerprint`` must stay constant (a change is logged as an event and fails the claim);
+    L2: self-hosted from the weights in ``name_or_path`` (their SHA-256 is the identity)."""
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """The environment variable holding the API key: the key itself is never in a config, log,
+    record, card or report."""
+    concurrency: int = Field(default=1, ge=1, le=64)
+    """Requests in flight at once (a batch of compatible requests is sent together)."""
+    timeout_s: float = Field(default=300.0, gt=0, le=3600)
+    """Seconds one request may take before it counts as failed (and is retried)."""
+    max_retries: int = Field(default=3, ge=0, le=20)
+    """Retries of a request after a connection error, HTTP 429 or 5xx (each one logged)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_key(cls, data: Any) -> Any:
+        if isinstance(data, dict) and any(k in data for k in ("api_key", "key", "token")):
+            raise ValueError("an API key does not belong in a config file; put it in an environment variable "
+                             "and name that variable with api_key_env")
+        return data
 
 
 class ModelSpec(BaseModel):
@@ -31,6 +68,30 @@ class ModelSpec(BaseModel):
     """Apply the tokenizer's chat template; ``None`` = whenever the tokenizer has one."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """Compute dtype of the unquantised weights (float32 on CPU)."""
+    endpoint: EndpointSpec | None = None
+    """Ask this OpenAI-compatible server instead of loading weights; ``name_or_path`` then names
+    the tokenizer and chat template prompts are rendered with (and, at identity L2, the weights
+    the server runs)."""
+
+    @model_serializer(mode="wrap")
+    def _stable(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # No endpoint: the field is left out, so configurations hashed before it existed keep their hash.
+        data = handler(self)
+        if data.get("endpoint") is None:
+            data.pop("endpoint", None)
+        return data
+
+    @model_validator(mode="after")
+    def _endpoint_fits(self) -> ModelSpec:
+        check_endpoint_fits(self)
+        return self
+
+
+def check_endpoint_fits(model: Any) -> None:
+    """An endpoint's weights are the server's: local loading options do not apply to it."""
+    if model.endpoint is not None and (model.quantization != "none" or model.dtype != "float32"):
+        raise ValueError("quantization and dtype describe local weights; an endpoint's are the server's "
+                         "(start the server with them instead)")
 
 
 class RunConfig(BaseModel):

@@ -230,9 +230,11 @@ def replay_selection(results: GridResults) -> tuple[list[tuple[Any, ...]], list[
     return chosen, batches
 
 
-def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, show_progress: bool = True) -> Path:
+def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, show_progress: bool = True,
+               concurrency: int | None = None) -> Path:
     """Ask the chosen batches' logged requests again, byte for byte, into ``gates/replay.jsonl``
-    (resuming a replay that was interrupted)."""
+    (resuming a replay that was interrupted). ``concurrency``: an endpoint model's requests in
+    flight during the replay instead of the run's (does the server's batching change answers?)."""
     from tqdm.auto import tqdm
 
     from .runner import _versions, load_model
@@ -242,10 +244,17 @@ def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, s
     keys = [k for a, b in batches for k in results.prepared.keys[a:b]]
     folder = results.folder / GATES_FOLDER
     _mark(folder, results)
+    specs = {m.name: m.spec for m in grid.models}
+    if concurrency is not None:
+        if not any(spec.endpoint for spec in specs.values()):
+            raise ConfigError("--concurrency applies to endpoint models, and this grid has none",
+                              "leave --concurrency out")
+        specs = {name: spec.model_copy(update={"endpoint": spec.endpoint.model_copy(update={"concurrency": concurrency})})
+                 if spec.endpoint else spec for name, spec in specs.items()}
     identities = {m.name: identity(m) for m in grid.models}
     versions = _versions()
     anchor = _sha(_canonical({"plan_sha256": results.frozen["plan_sha256"], "replay": keys, "models": identities,
-                              "versions": versions}))
+                              "versions": versions} | ({"concurrency": concurrency} if concurrency else {})))
     path = folder / REPLAY_LOG
     if path.exists() and not _same_anchor(path, anchor):
         notify(f"{path}: an earlier replay (other weights, libraries or selection) is replaced")
@@ -256,7 +265,6 @@ def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, s
     for note in resumed.notes:
         notify(note)
     logged = {k: body["response"] for k, body in results.events.items()}
-    models = {m.name: m for m in grid.models}
     done = len(resumed.bodies)
     loaded = None
     with tqdm(total=len(keys), initial=done, desc="replay", disable=not show_progress) as bar:
@@ -269,14 +277,15 @@ def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, s
             requests = [Request(**results.events[k]["request"]) for k in batch]
             if loaded is not None and loaded != requests[0].model:  # model-major: the previous one is done
                 load_model.cache_clear()
-            lm, loaded = load_model(models[requests[0].model].spec), requests[0].model
-            answers = _execute(requests, lm, logged)
-            for key, answer in zip(batch, answers):
+            lm, loaded = load_model(specs[requests[0].model]), requests[0].model
+            answers, observed = _execute(requests, lm, logged)
+            for key, answer, seen in zip(batch, answers, observed):
                 journal.append(key, {"request_sha256": key, "response": answer,
                                      "response_sha256": _sha(_canonical(answer)),
                                      "identical": _sha(_canonical(answer)) == results.events[key]["response_sha256"],
                                      "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
-                                     "model": identities[requests[0].model], "versions": versions})
+                                     "model": identities[requests[0].model], "versions": versions, **seen}
+                             | ({"concurrency": concurrency} if concurrency else {}))
             bar.update(b - a)
     return path
 
@@ -348,7 +357,23 @@ def replay_gate(results: GridResults) -> dict[str, Any]:
             "prediction_agreement": _nan(prediction_agreement), "full_ranking_agreement": _nan(ordering_agreement),
             "replayed_utc": first_utc,
             "same_model_identity": all(models[n] == logged_models.get(n) for n in models),
-            "rankings": configs}
+            "rankings": configs} | _endpoint_replay(results, replayed)
+
+
+def _endpoint_replay(results: GridResults, replayed: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """For endpoint models: what the server showed during the replay beside what it showed in the
+    run (fingerprints, requests in flight), so a disagreement can be traced to the platform."""
+    from .gridrun import endpoint_observations
+
+    then = endpoint_observations([results.events[k] for k in replayed])
+    now = endpoint_observations(list(replayed.values()))
+    if not now:
+        return {}
+    concurrency = {body.get("concurrency") for body in replayed.values()} - {None}
+    return {"endpoints": {name: {"run": then.get(name), "replay": row,
+                                 "same_system_fingerprints": (then.get(name) or {}).get("system_fingerprints")
+                                 == row["system_fingerprints"]} for name, row in now.items()},
+            "replay_concurrency": concurrency.pop() if concurrency else None}
 
 
 # ---- the gate document --------------------------------------------------------------------------

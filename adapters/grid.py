@@ -26,7 +26,7 @@ from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandle
                       field_validator, model_serializer, model_validator)
 
 from . import _registry
-from .config import DECODING_TEMPERATURE, FEWSHOT_CHOICES, ModelSpec, RunConfig, build_config
+from .config import DECODING_TEMPERATURE, FEWSHOT_CHOICES, EndpointSpec, ModelSpec, build_config, check_endpoint_fits
 from .errors import ConfigError
 
 PLAN_FORMAT = "safetyrepro-plan/1"
@@ -47,18 +47,29 @@ class GridModel(BaseModel):
     """``nf4``: 4-bit NormalFloat (the published grid's setting on GPUs)."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """Compute dtype of unquantised weights (``bfloat16``: the same model at half precision)."""
+    endpoint: EndpointSpec | None = None
+    """Ask an OpenAI-compatible server instead (``path`` then names the tokenizer whose chat
+    template renders the prompts, and at identity L2 the weights the server was started from)."""
 
     @model_serializer(mode="wrap")
     def _stable(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # The default dtype is left out, so plans frozen before the field existed keep their hash.
+        # Defaults added later are left out, so plans frozen before those fields existed keep their hash.
         data = handler(self)
         if data.get("dtype") == "float32":
             del data["dtype"]
+        if data.get("endpoint") is None:
+            data.pop("endpoint", None)
         return data
+
+    @model_validator(mode="after")
+    def _endpoint_fits(self) -> GridModel:
+        check_endpoint_fits(self)
+        return self
 
     @property
     def spec(self) -> ModelSpec:
-        return ModelSpec(name_or_path=self.path, quantization=self.quantization, dtype=self.dtype)
+        return ModelSpec(name_or_path=self.path, quantization=self.quantization, dtype=self.dtype,
+                         endpoint=self.endpoint)
 
 
 Exclusion = dict[str, Any]
@@ -251,12 +262,16 @@ def plan(grid: GridConfig) -> dict[str, Any]:
                                "max_new_tokens": grid.max_new_tokens},
                               source=f"grid cell {fields}")
         reasoning = _registry.get_style(template).reasoning
-        mirrored = _registry.get_scorer(scoring).asks_mirrored
-        if mirrored and reasoning:
+        if _registry.get_scorer(scoring).asks_mirrored and reasoning:
             raise ConfigError(f"scoring {scoring} needs a direct template, and the grid pairs it with {template}",
                               f"add the exclusion {{template: {template}, scoring: {scoring}}} to the grid")
+        scorer = _registry.get_scorer(scoring)
+        if model.endpoint is not None and scorer.reads_loglikelihoods:
+            raise ConfigError(f"model {model.name} is an endpoint and scoring {scoring} needs loglikelihoods of given "
+                              "continuations, which OpenAI-compatible chat/completions servers do not return",
+                              f"add the exclusion {{model: {model.name}, scoring: {scoring}}} to the grid")
         # Direct loglikelihood paths do not decode: their cells at any decoding compute the same.
-        decodes = scoring not in ("logprob", "symmetric") or reasoning
+        decodes = not scorer.reads_loglikelihoods or reasoning
         same_as = config if decodes else config.model_copy(update={"decoding": "greedy"})
         cells.append({**fields, "config": config.model_dump(mode="json"), "config_sha256": config.config_hash(),
                       "compute_key": same_as.config_hash()})

@@ -108,14 +108,14 @@ class GridPlan:
     """The plan's cells prepared for their models, and the ordered unique requests they make."""
 
     def __init__(self, frozen: dict[str, Any], grid: GridConfig, data_dir: str | os.PathLike[str] | None) -> None:
-        from .models.hf import ChatFormatter
+        from .models.endpoint import formatter_for
 
         self.frozen, self.grid = frozen, grid
         self.requests: dict[str, Request] = {}
         self.cells: list[CellRequests] = []
         self.repeats: list[CellRequests] = []
         """The repeat gate's cells (plan order), asked again right after their model's cells."""
-        formatters = {m.name: ChatFormatter(m.spec) for m in grid.models}
+        formatters = {m.name: formatter_for(m.spec) for m in grid.models}
         cells = frozen["cells"]
         for n, cell in enumerate(cells):
             config = RunConfig.model_validate(cell["config"])
@@ -216,6 +216,12 @@ def identity(model: Any) -> dict[str, Any]:
     from .models.base import runtime_facts
     from .models.hf import weights_path
 
+    if model.endpoint is not None:  # what the observer knows of a server, by its identity level
+        e = model.endpoint
+        weights = weights_sha256(weights_path(model.spec)) if e.identity == "L2" else f"id:{e.model}@{e.url}"
+        return {"name": model.name, "path": model.path, "quantization": "server", "weights_sha256": weights,
+                "runtime": {"endpoint": e.url, "served_model": e.model, "api": e.api, "identity": e.identity,
+                            "concurrency": e.concurrency}}
     facts = runtime_facts(model.quantization, "cpu")
     found = {"name": model.name, "path": model.path, "quantization": model.quantization,
              "weights_sha256": weights_sha256(weights_path(model.spec)),
@@ -272,23 +278,74 @@ def _remove_leftovers(out: Path) -> None:
             path.unlink()
 
 
-def _execute(requests: list[Request], lm: Any, responses: dict[str, Any]) -> list[Any]:
-    """One batch through the model (the core's LanguageModel)."""
-    import torch
-
+def _execute(requests: list[Request], lm: Any, responses: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any]]]:
+    """One batch through the model (the core's LanguageModel): the responses, and per request
+    what the log keeps besides (retries; an endpoint's raw answer and fingerprint)."""
     first = requests[0]
+    if first.kind == "generate" and hasattr(lm, "exchange"):  # an endpoint: the seed travels in the request
+        exchanges = lm.exchange([r.context for r in requests], temperature=first.temperature,
+                                max_new_tokens=first.max_new_tokens, seed=first.seed)
+        return [e.text for e in exchanges], [{"retries": e.retries, "endpoint": e.observed()} for e in exchanges]
+    # A local model answers or raises: there is nothing to retry.
+    local = [{"retries": 0} for _ in requests]
     if first.kind == "generate":
+        import torch
+
         if first.seed is not None:
             torch.manual_seed(first.seed)
         return list(lm.generate([r.context for r in requests], temperature=first.temperature,
-                                max_new_tokens=first.max_new_tokens, batch_size=len(requests)))
+                                max_new_tokens=first.max_new_tokens, batch_size=len(requests))), local
     pairs = []
     for r in requests:
         context = r.context
         if r.after is not None:
             context = logprob_context(r.context, responses[r.after])
         pairs.append((context, r.continuation or ""))
-    return [[ll, greedy] for ll, greedy in lm.loglikelihood(pairs, batch_size=len(requests))]
+    return [[ll, greedy] for ll, greedy in lm.loglikelihood(pairs, batch_size=len(requests))], local
+
+
+class FingerprintWatch:
+    """The last ``system_fingerprint`` each endpoint model answered with, in log order: a change
+    is an event the log records on the request that showed it."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, str] = {}
+
+    def observe(self, model: str, seen: dict[str, Any]) -> dict[str, str] | None:
+        fingerprint = (seen.get("endpoint") or {}).get("system_fingerprint")
+        if fingerprint is None:
+            return None
+        previous, self.last[model] = self.last.get(model), fingerprint
+        return {"from": previous, "to": fingerprint} if previous is not None and previous != fingerprint else None
+
+
+def endpoint_observations(bodies: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per endpoint model, what the log shows of the server: requests, retries, fingerprints seen
+    and their changes, the most requests in flight at once, and whether the identity claim held
+    (L1 needs one constant fingerprint; None: the server reported none, so L1 is unverified)."""
+    from .models.endpoint import max_in_flight
+
+    found: dict[str, dict[str, Any]] = {}
+    for body in bodies:
+        seen = body.get("endpoint")
+        if seen is None:
+            continue
+        name = body["model"]["name"]
+        row = found.setdefault(name, {"identity": body["model"]["runtime"]["identity"], "requests": 0, "retries": 0,
+                                      "system_fingerprints": [], "fingerprint_changes": 0, "_intervals": []})
+        row["requests"] += 1
+        row["retries"] += body.get("retries", 0)
+        if seen.get("system_fingerprint") and seen["system_fingerprint"] not in row["system_fingerprints"]:
+            row["system_fingerprints"].append(seen["system_fingerprint"])
+        row["fingerprint_changes"] += "fingerprint_change" in body
+        row["_intervals"].append((seen["sent_utc"], seen["received_utc"]))
+    for row in found.values():
+        row["max_in_flight"] = max_in_flight(row.pop("_intervals"))
+        if row["identity"] == "L1":
+            row["identity_held"] = None if not row["system_fingerprints"] else row["fingerprint_changes"] == 0
+        else:  # L0 claims only a name; L2 is the weights hash the server was started from
+            row["identity_held"] = True
+    return found
 
 
 def run_grid(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | None = None, overwrite: bool = False,
@@ -332,8 +389,11 @@ def run_grid(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
     for note in resumed.notes:
         notify(note)
     responses: dict[str, Any] = {}
+    fingerprints = FingerprintWatch()
+    logged = list(resumed.bodies)
     for key, body in zip(prepared.keys, resumed.bodies):
         responses[key] = body["response"]
+        fingerprints.observe(body["model"]["name"], body)
     if resumed.bodies:
         notify(f"resuming: {len(resumed.bodies)} of {len(prepared.keys)} requests already in {EVENTS}")
     models = {m.name: m for m in grid.models}
@@ -350,18 +410,23 @@ def run_grid(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
 
                 gc.collect()
             lm, loaded = load_model(models[name].spec), name
-            results = _execute(requests, lm, responses)
-            for key, request, result in zip(prepared.keys[start:stop], requests, results):
+            results, observed = _execute(requests, lm, responses)
+            for key, request, result, seen in zip(prepared.keys[start:stop], requests, results, observed):
                 responses[key] = result
-                journal.append(key, {
-                    "request": request.body(), "request_sha256": request.key,
-                    "response": result, "response_sha256": _sha(_canonical(result)),
-                    "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
-                    # A local model answers or raises: there is nothing to retry (endpoints will).
-                    "model": identities[name], "versions": versions, "retries": 0})
+                body = {"request": request.body(), "request_sha256": request.key,
+                        "response": result, "response_sha256": _sha(_canonical(result)),
+                        "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+                        "model": identities[name], "versions": versions, **seen}
+                change = fingerprints.observe(name, seen)
+                if change is not None:
+                    body["fingerprint_change"] = change
+                    notify(f"{name}: the endpoint's system_fingerprint changed from {change['from']} to "
+                           f"{change['to']} at request {len(responses) - 1}")
+                journal.append(key, body)
+                logged.append(body)
             bar.update(stop - start)
             pause_point(f"after-request-{stop}", out.parent)
-    return _write_results(out, frozen, prepared, responses)
+    return _write_results(out, frozen, prepared, responses, endpoint_observations(logged))
 
 
 def cell_records(cr: CellRequests, responses: dict[str, Any]) -> list[Any]:
@@ -418,7 +483,8 @@ def _write_table(rows: list[dict[str, Any]], path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _write_results(out: Path, frozen: dict[str, Any], prepared: GridPlan, responses: dict[str, Any]) -> dict[str, Any]:
+def _write_results(out: Path, frozen: dict[str, Any], prepared: GridPlan, responses: dict[str, Any],
+                   endpoints: dict[str, dict[str, Any]]) -> dict[str, Any]:
     rows = []
     for cr in prepared.cells:
         rows += _cell_results(out, f"cells/{cr.cell['cell_id']}", cr, frozen, responses, {})
@@ -433,6 +499,8 @@ def _write_results(out: Path, frozen: dict[str, Any], prepared: GridPlan, respon
                "requests_asked_by_cells": asked}
     if prepared.repeats:
         summary["repeated_cells"] = len(prepared.repeats)
+    if endpoints:
+        summary["endpoints"] = endpoints
     replace_file(out / "summary.json", (json.dumps(summary, indent=1) + "\n").encode())
     replace_file(out / MANIFEST, (json.dumps(manifest(out, frozen), indent=1, sort_keys=True) + "\n").encode())
     return summary

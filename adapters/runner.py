@@ -27,6 +27,7 @@ from .cell import prepare_cell
 from .config import ModelSpec, RunConfig
 from .errors import ConfigError
 from .metrics import MetricValue
+from .models.base import LanguageModel
 from .models.hf import HFLanguageModel, resolve_model_path
 from .journal import Journal
 from .records import ItemRecord
@@ -46,8 +47,13 @@ class RunResult:
 
 
 @functools.cache
-def load_model(spec: ModelSpec) -> HFLanguageModel:
-    """Models are loaded once per process and shared by every run that names the same spec."""
+def load_model(spec: ModelSpec) -> LanguageModel:
+    """Models are loaded once per process and shared by every run that names the same spec (an
+    endpoint's spec gives its observed client)."""
+    if spec.endpoint is not None:
+        from .models.endpoint import EndpointLanguageModel
+
+        return EndpointLanguageModel(spec)  # type: ignore[return-value]
     return HFLanguageModel(spec)
 
 

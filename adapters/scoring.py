@@ -155,6 +155,9 @@ class Scorer(ABC):
     ``CellItem.mirror``)."""
     harness: ClassVar[bool] = False
     """Whether the harness bindings (lm-eval, Inspect, HELM) translate this path."""
+    reads_loglikelihoods: ClassVar[bool] = False
+    """Whether the path decides from loglikelihoods of given continuations (then a direct
+    template generates nothing, so the cell's decoding changes nothing; endpoints cannot serve it)."""
 
     def describe(self, cell: Cell) -> str:
         """The rule that turns the model's output into a prediction, in one sentence (GRID cards)."""
@@ -193,6 +196,7 @@ class RegexScorer(Scorer):
 class LogprobScorer(Scorer):
     name = "logprob"
     harness = True
+    reads_loglikelihoods = True
 
     def describe(self, cell):
         what = "option sentences" if cell.benchmark.answer_with == "option" else "option labels"
@@ -243,6 +247,7 @@ SYMMETRIC_RULE = "symmetric z_sym argmax"
 class SymmetricScorer(Scorer):
     name = "symmetric"
     asks_mirrored = True
+    reads_loglikelihoods = True
 
     def describe(self, cell):
         what = "option sentences" if cell.benchmark.answer_with == "option" else "option labels"

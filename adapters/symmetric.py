@@ -111,10 +111,10 @@ def summary(records: Sequence[Any]) -> dict[str, Any] | None:
     def mean(values: list[float]) -> float | None:
         return float(np.mean(values)) if values and not any(math.isnan(v) for v in values) else None
 
-    def decided(z: list[float]) -> int:
-        return max(range(len(z)), key=lambda i: (z[i], -i))
+    from .scoring import argmax_candidate  # one mapping alone decides as the logprob path would
 
-    changed = [decided(e["z_plus"]) != prediction(e) or decided(e["z_minus"]) != prediction(e) for e in evidence]
+    changed = [argmax_candidate(e["z_plus"]) != prediction(e) or argmax_candidate(e["z_minus"]) != prediction(e)
+               for e in evidence]
     return {"format": FORMAT, "items": len(evidence),
             "z_sym_reference_mean": mean([e["z_sym_reference"] for e in evidence]),
             "b_map_reference_mean": mean([e["b_map_reference"] for e in evidence]),

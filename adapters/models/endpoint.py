@@ -1,0 +1,229 @@
+"""An OpenAI-compatible endpoint as a :class:`~.base.LanguageModel`, observed.
+
+A shared endpoint is an instrument the evaluator does not control: the weights behind a name,
+the batching and the sampling can change between two requests. So every exchange keeps what the
+server said about itself -- its raw JSON response, its ``system_fingerprint``, when the request
+left and when the answer came back (in-flight overlap), and how many retries it took -- and the
+grid logs all of it beside the response (``gridrun``).
+
+Generation only: ``/v1/completions`` with the exact prompt string rendered locally by the
+configured tokenizer's chat template (the server applies none), or ``/v1/chat/completions`` with
+the messages (the server applies its own). Loglikelihoods of given continuations are not part of
+either API (``echo`` + ``logprobs`` is a vLLM extension, and ``transformers serve`` has neither),
+so the grid refuses loglikelihood scoring on an endpoint when it plans.
+
+The API key is read from the environment variable the config names, sent as a bearer header,
+and never written anywhere: not in the log, records, cards, reports or error messages.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import EndpointSpec, ModelSpec
+from ..errors import ConfigError
+from .base import ModelInfo
+
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+"""HTTP statuses worth asking again (overload, timeouts, transient server faults)."""
+
+
+def _utc() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One request to the endpoint and what came back."""
+
+    text: str
+    """The generated text (the grid's response)."""
+    raw: dict[str, Any]
+    """The server's JSON response, as received."""
+    retries: int
+    """Attempts that failed before this one succeeded."""
+    system_fingerprint: str | None
+    """What the server says identifies its backend configuration (None: it says nothing)."""
+    sent_utc: str
+    received_utc: str
+
+    def observed(self) -> dict[str, Any]:
+        """What the log keeps about the exchange besides the response."""
+        return {"raw": self.raw, "system_fingerprint": self.system_fingerprint, "sent_utc": self.sent_utc,
+                "received_utc": self.received_utc}
+
+
+class MessagesFormatter:
+    """For ``api: chat``: a prompt is the messages themselves (canonical JSON), which is exactly
+    what is sent; the server applies its chat template."""
+
+    chat = True
+    template: str | None = None
+
+    def context_for(self, messages: Sequence[dict[str, str]], text: str) -> str:
+        return json.dumps(list(messages), ensure_ascii=False, sort_keys=True)
+
+
+def formatter_for(spec: ModelSpec) -> Any:
+    """What renders a cell's exact prompt strings for this model: its tokenizer's chat template,
+    or, for a chat endpoint, the messages as sent."""
+    if spec.endpoint is not None and spec.endpoint.api == "chat":
+        return MessagesFormatter()
+    from .hf import ChatFormatter
+
+    return ChatFormatter(spec)
+
+
+def max_in_flight(intervals: Sequence[tuple[str, str]]) -> int:
+    """The most requests that were in flight at one moment, from (sent, received) UTC times."""
+    events = sorted([(sent, 1) for sent, _ in intervals] + [(received, -1) for _, received in intervals])
+    most = current = 0
+    for _, step in events:  # at equal times an answer (-1) sorts before a send (+1): not an overlap
+        current += step
+        most = max(most, current)
+    return most
+
+
+class EndpointLanguageModel:
+    """Generation through an OpenAI-compatible server (see the module docstring)."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        import httpx
+
+        assert spec.endpoint is not None
+        self.spec = spec
+        self.endpoint: EndpointSpec = spec.endpoint
+        self.formatter = formatter_for(spec)
+        self.chat = self.formatter.chat
+        self._secret: str | None = None
+        headers = {}
+        if self.endpoint.api_key_env:
+            self._secret = os.environ.get(self.endpoint.api_key_env) or None
+            if self._secret is None:
+                raise ConfigError(f"environment variable {self.endpoint.api_key_env} (the API key for "
+                                  f"{self.endpoint.url}) is not set", f"export {self.endpoint.api_key_env}=<key> first")
+            headers["Authorization"] = f"Bearer {self._secret}"
+        self._client = httpx.Client(timeout=self.endpoint.timeout_s, headers=headers)
+        self._check()
+        template = self.formatter.template
+        import hashlib
+
+        self.info = ModelInfo(
+            name_or_path=spec.name_or_path, resolved_path=self.endpoint.url, weights_path=self.endpoint.url,
+            quantization="server", dtype="server", chat=self.chat,
+            chat_template_sha256=hashlib.sha256(template.encode()).hexdigest() if (template and self.chat) else None,
+            source_sha256=None,
+            runtime={"endpoint": self.endpoint.url, "served_model": self.endpoint.model, "api": self.endpoint.api,
+                     "identity": self.endpoint.identity})
+
+    # ---- the wire ------------------------------------------------------------------------------
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._secret, "***") if self._secret else text
+
+    def _check(self) -> None:
+        """The server answers and serves the configured model (one clear error otherwise)."""
+        import httpx
+
+        url = f"{self.endpoint.url.rstrip('/')}/models"
+        try:
+            reply = self._client.get(url)
+        except httpx.HTTPError as exc:
+            raise ConfigError(f"endpoint {self.endpoint.url} is not reachable ({self._scrub(type(exc).__name__)})",
+                              "start the server or correct endpoint.url") from None
+        if reply.status_code in (401, 403):
+            raise ConfigError(f"endpoint {self.endpoint.url} refused the credentials (HTTP {reply.status_code})",
+                              f"check the key in {self.endpoint.api_key_env or 'an environment variable'} "
+                              "(name it with endpoint.api_key_env)")
+        if reply.status_code == 200:
+            try:
+                served = [m.get("id") for m in reply.json().get("data", [])]
+            except (ValueError, AttributeError):
+                served = []
+            # A server that loads models on demand may list none, or others: only a non-empty list
+            # without the configured name is a clear mismatch.
+            if served and self.endpoint.model not in served:
+                raise ConfigError(f"endpoint {self.endpoint.url} does not serve model {self.endpoint.model!r} "
+                                  f"(it lists {', '.join(map(str, served[:5]))})", "correct endpoint.model")
+
+    def _body(self, context: str, temperature: float, max_new_tokens: int, seed: int | None) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.endpoint.model, "max_tokens": max_new_tokens,
+                                "temperature": temperature, "top_p": 1.0, "stream": False}
+        if self.endpoint.api == "chat":
+            body["messages"] = json.loads(context)
+        else:
+            body["prompt"] = context
+        if seed is not None:
+            body["seed"] = seed
+        return body
+
+    def _post(self, body: dict[str, Any]) -> Exchange:
+        import httpx
+
+        path = "/chat/completions" if self.endpoint.api == "chat" else "/completions"
+        url = self.endpoint.url.rstrip("/") + path
+        failures: list[str] = []
+        for attempt in range(self.endpoint.max_retries + 1):
+            if attempt:
+                time.sleep(min(0.5 * 2 ** (attempt - 1), 10.0))
+            sent = _utc()
+            try:
+                reply = self._client.post(url, json=body)
+            except httpx.HTTPError as exc:
+                failures.append(type(exc).__name__)
+                continue
+            received = _utc()
+            if reply.status_code in RETRYABLE_STATUS:
+                failures.append(f"HTTP {reply.status_code}")
+                continue
+            if reply.status_code != 200:
+                detail = self._scrub(" ".join(reply.text.split())[:300])
+                raise ConfigError(f"endpoint {url} rejected the request (HTTP {reply.status_code}: {detail})",
+                                  "check endpoint.model and endpoint.api against what the server offers")
+            try:
+                raw = reply.json()
+                choice = raw["choices"][0]
+                text = choice["message"]["content"] if self.endpoint.api == "chat" else choice["text"]
+                assert isinstance(text, str)
+            except (ValueError, KeyError, IndexError, TypeError, AssertionError):
+                raise ConfigError(f"endpoint {url} answered with no {self.endpoint.api} text "
+                                  f"({self._scrub(reply.text[:200])!r})",
+                                  "point endpoint.url at an OpenAI-compatible API base (ending in /v1)") from None
+            return Exchange(text=text, raw=raw, retries=attempt, system_fingerprint=raw.get("system_fingerprint") or None,
+                            sent_utc=sent, received_utc=received)
+        raise ConfigError(f"endpoint {url} failed {len(failures)} times ({', '.join(failures)})",
+                          "check the server and run the same command again: the run resumes from its log")
+
+    # ---- the LanguageModel protocol -------------------------------------------------------------
+    def context_for(self, messages: Sequence[dict[str, str]], text: str) -> str:
+        return self.formatter.context_for(messages, text)
+
+    def exchange(self, contexts: Sequence[str], *, temperature: float, max_new_tokens: int,
+                 seed: int | None = None) -> list[Exchange]:
+        """Each context sent once, up to ``concurrency`` in flight; answers in the contexts' order."""
+        bodies = [self._body(c, temperature, max_new_tokens, seed) for c in contexts]
+        if self.endpoint.concurrency == 1 or len(bodies) == 1:
+            return [self._post(b) for b in bodies]
+        with ThreadPoolExecutor(max_workers=self.endpoint.concurrency) as pool:
+            return list(pool.map(self._post, bodies))
+
+    def generate(self, contexts: Sequence[str], *, temperature: float, max_new_tokens: int, batch_size: int,
+                 progress: Callable[[int], None] | None = None) -> list[str]:
+        texts = []
+        for start in range(0, len(contexts), batch_size):
+            texts += [e.text for e in self.exchange(contexts[start:start + batch_size], temperature=temperature,
+                                                    max_new_tokens=max_new_tokens)]
+            if progress is not None:
+                progress(min(batch_size, len(contexts) - start))
+        return texts
+
+    def loglikelihood(self, requests: Sequence[tuple[str, str]], *, batch_size: int,
+                      progress: Callable[[int], None] | None = None) -> list[tuple[float, bool]]:
+        raise ConfigError(f"endpoint {self.endpoint.url} cannot score given continuations (OpenAI-compatible "
+                          "chat/completions return no loglikelihoods of them)", "use scoring regex with an endpoint")

@@ -1,0 +1,218 @@
+"""The shared-endpoint observer against a real OpenAI-compatible server: ``transformers serve``
+with the embedded model, started on loopback for this module (completions and chat APIs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from safetyrepro.adapters.cli import main
+from safetyrepro.adapters.errors import ConfigError
+from safetyrepro.adapters.grid import build_grid, plan
+from safetyrepro.adapters.gridrun import FingerprintWatch, endpoint_observations
+from safetyrepro.adapters.models.endpoint import max_in_flight
+
+KEY_ENV = "SAFETYREPRO_TEST_API_KEY"
+SECRET = "sk-test-" + secrets.token_hex(16)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    from safetyrepro.adapters.models.embedded import embedded_model_dir
+
+    model, port = str(embedded_model_dir()), _free_port()
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen([str(Path(sys.executable).parent / "transformers"), "serve", model, "--host",
+                                 "127.0.0.1", "--port", str(port), "--device", "cpu", "--dtype", "float32"],
+                                stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"transformers serve exited ({proc.returncode}): {log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"transformers serve did not come up in 300 s: {log.read_text()[-2000:]}")
+            time.sleep(1)
+        yield {"url": f"http://127.0.0.1:{port}/v1", "model": model}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def grid_doc(server: dict) -> dict:
+    endpoint = {"url": server["url"], "model": server["model"], "api_key_env": KEY_ENV}
+    return {"models": [{"name": "served", "endpoint": {**endpoint, "identity": "L2"}},
+                       {"name": "served-chat", "endpoint": {**endpoint, "api": "chat"}},
+                       {"name": "local"}],
+            "benchmarks": ["toxigen"], "templates": ["minimal"], "scorings": ["regex"], "fewshots": [0],
+            "decodings": ["greedy", "t0.7"], "limit": 3, "batch_size": 3, "seed": 11, "max_new_tokens": 16,
+            "gates": {"repeat": None, "replay": {}}}
+
+
+@pytest.fixture(scope="module")
+def run(server: dict, tmp_path_factory: pytest.TempPathFactory):
+    """One grid over the endpoint (completions, chat) and the local model, then its replay gate
+    at three requests in flight (the run sent one at a time), its statistics and a card."""
+    folder = tmp_path_factory.mktemp("endpoint")
+    (folder / "grid.yaml").write_text(yaml.safe_dump(grid_doc(server)))
+    os.environ[KEY_ENV] = SECRET
+    outputs = []
+    try:
+        for argv in (["grid", str(folder / "grid.yaml"), "--out", str(folder / "run")],
+                     ["gate", str(folder / "run"), "--replay", "--concurrency", "3"],
+                     ["stats", str(folder / "run"), "--n-resamples", "50"]):
+            outputs.append(_main(argv))
+        cell = sorted((folder / "run" / "cells").iterdir())[0]
+        outputs.append(_main(["card", str(cell)]))
+    finally:
+        del os.environ[KEY_ENV]
+    return folder / "run", outputs
+
+
+def _main(argv: list[str]) -> tuple[int, str]:
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue() + err.getvalue()
+
+
+def events(folder: Path) -> list[dict]:
+    return [json.loads(line)["body"] for line in (folder / "events.jsonl").read_text().splitlines()[1:]]
+
+
+def test_a_grid_runs_on_the_endpoint_and_logs_what_the_server_said(run) -> None:
+    folder, outputs = run
+    assert outputs[0][0] == 0, outputs[0][1]
+    assert _main(["verify", str(folder)])[0] == 0
+    bodies = events(folder)
+    served = [b for b in bodies if b["model"]["name"].startswith("served")]
+    assert served and all(b["request"]["kind"] == "generate" for b in served)
+    for body in served:
+        seen = body["endpoint"]
+        assert seen["raw"]["choices"] and seen["sent_utc"] <= seen["received_utc"] and body["retries"] == 0
+        text = seen["raw"]["choices"][0]["message"]["content"] if body["model"]["name"] == "served-chat" \
+            else seen["raw"]["choices"][0]["text"]
+        assert text == body["response"]
+    # chat: the prompt is the messages as sent; completions: the locally chat-templated string
+    chat = next(b for b in served if b["model"]["name"] == "served-chat")
+    assert isinstance(json.loads(chat["request"]["context"]), list)
+    completions = next(b for b in served if b["model"]["name"] == "served")
+    assert completions["request"]["context"].startswith("<|im_start|>")
+    # L2: the server runs the weights the local model loads; L0: known by name only
+    local = next(b for b in bodies if b["model"]["name"] == "local")
+    assert completions["model"]["weights_sha256"] == local["model"]["weights_sha256"]
+    assert chat["model"]["weights_sha256"].startswith("id:")
+    summary = json.loads((folder / "summary.json").read_text())
+    for name in ("served", "served-chat"):
+        row = summary["endpoints"][name]
+        assert row["requests"] == sum(b["model"]["name"] == name for b in bodies)
+        assert row["max_in_flight"] == 1 and row["retries"] == 0 and row["identity_held"] is True
+        assert row["system_fingerprints"] == []  # transformers serve reports none
+    assert "local" not in summary["endpoints"]
+    assert "identity L2 held" in outputs[0][1]
+
+
+def test_the_replay_gate_runs_against_the_endpoint_with_requests_in_flight(run) -> None:
+    folder, outputs = run
+    code, text = outputs[1]
+    gates = json.loads((folder / "gates" / "gates.json").read_text())
+    replay = gates["gates"]["replay"]
+    assert replay["replay_concurrency"] == 3
+    assert replay["endpoints"]["served"]["run"]["max_in_flight"] == 1
+    assert replay["endpoints"]["served"]["replay"]["max_in_flight"] >= 2  # the greedy batch of 3 went together
+    replayed = [json.loads(line)["body"] for line in
+                (folder / "gates" / "replay.jsonl").read_text().splitlines()[1:]]
+    assert replay["requests"] == len(replayed) == len(events(folder))  # share 1: every request again
+    logged = {b["request_sha256"]: b["response"] for b in events(folder)}
+    recount = sum(b["response"] == logged[b["request_sha256"]] for b in replayed) / len(replayed)
+    assert replay["identical_responses"] == pytest.approx(recount)
+    assert replay["status"] in ("PASS", "FAIL") and code == (0 if gates["supported"] else 1)
+    assert "endpoint served: fingerprints none reported in the run" in text
+
+
+def test_the_api_key_never_reaches_a_file_or_an_output(run) -> None:
+    folder, outputs = run
+    assert all(code in (0, 1) for code, _ in outputs), outputs
+    assert outputs[2][0] == 0 and outputs[3][0] == 0
+    assert not [text for _, text in outputs if SECRET in text]
+    written = [p for p in folder.rglob("*") if p.is_file()]
+    assert any(p.name == "report.md" for p in written) and any(p.name == "gates.json" for p in written)
+    assert not [p for p in written if SECRET.encode() in p.read_bytes()]
+    assert KEY_ENV in (folder / "plan.json").read_text()  # the variable's name is the configuration
+
+
+def test_endpoint_configuration_errors(server: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = grid_doc(server)
+    literal = {**doc, "models": [{"name": "x", "endpoint": {**doc["models"][0]["endpoint"], "api_key": SECRET}}]}
+    with pytest.raises(ConfigError) as raised:
+        build_grid(literal)
+    assert "api_key_env" in str(raised.value) and SECRET not in str(raised.value)
+    with pytest.raises(ConfigError, match=r"add the exclusion \{model: served, scoring: logprob\}"):
+        plan(build_grid({**doc, "scorings": ["regex", "logprob"]}))
+    with pytest.raises(ConfigError, match="endpoint.url"):
+        build_grid({**doc, "models": [{"name": "x", "endpoint": {"url": "http://user:pw@127.0.0.1/v1", "model": "m"}}]})
+    with pytest.raises(ConfigError, match="quantization"):
+        build_grid({**doc, "models": [{"name": "x", "quantization": "nf4", "endpoint": {"url": server["url"],
+                                                                                          "model": "m"}}]})
+    # At run time: the key's variable unset, a model the server does not serve, nothing listening.
+    cases = [({**doc["models"][0]["endpoint"]}, f"environment variable {KEY_ENV}"),
+             ({"url": server["url"], "model": "no-such-model"}, "does not serve model 'no-such-model'"),
+             ({"url": f"http://127.0.0.1:{_free_port()}/v1", "model": "m"}, "is not reachable")]
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    for n, (endpoint, message) in enumerate(cases):
+        one = {**doc, "models": [{"name": "x", "endpoint": endpoint}], "gates": None, "decodings": ["greedy"]}
+        (tmp_path / f"g{n}.yaml").write_text(yaml.safe_dump(one))
+        code, text = _main(["grid", str(tmp_path / f"g{n}.yaml"), "--out", str(tmp_path / f"r{n}")])
+        assert code == 2 and message in text and "Traceback" not in text, text
+        assert len([line for line in text.splitlines() if line.startswith("error:")]) == 1
+
+
+def test_fingerprint_changes_are_events_and_break_an_l1_claim() -> None:
+    def body(n: int, fingerprint: str | None, sent: str, received: str) -> dict:
+        return {"model": {"name": "api", "runtime": {"identity": "L1"}}, "retries": n % 2,
+                "endpoint": {"system_fingerprint": fingerprint, "sent_utc": sent, "received_utc": received}}
+
+    watch, bodies = FingerprintWatch(), []
+    for n, (fp, sent, received) in enumerate([("fp_a", "t1", "t3"), ("fp_a", "t2", "t4"), (None, "t4", "t5"),
+                                              ("fp_b", "t6", "t7"), ("fp_b", "t6", "t8")]):
+        bodies.append(body(n, fp, sent, received))
+        change = watch.observe("api", bodies[-1])
+        if change:
+            bodies[-1]["fingerprint_change"] = change
+    assert [b.get("fingerprint_change") for b in bodies] == [None, None, None, {"from": "fp_a", "to": "fp_b"}, None]
+    row = endpoint_observations(bodies)["api"]
+    assert row == {"identity": "L1", "requests": 5, "retries": 2, "system_fingerprints": ["fp_a", "fp_b"],
+                   "fingerprint_changes": 1, "max_in_flight": 2, "identity_held": False}
+    assert endpoint_observations(bodies[:3])["api"]["identity_held"] is True
+    unverified = [body(0, None, "t1", "t2")]
+    assert endpoint_observations(unverified)["api"]["identity_held"] is None
+    # an answer at the moment the next request leaves is not an overlap
+    assert max_in_flight([("a", "b"), ("b", "c")]) == 1 and max_in_flight([("a", "c"), ("b", "d")]) == 2
