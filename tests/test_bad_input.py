@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -197,19 +198,28 @@ def test_an_edited_journal_is_refused(tmp_path: Path) -> None:
     assert journal.read_text() == "\n".join(lines) + "\n"  # the evidence is kept
 
 
+@pytest.fixture(scope="module")
+def earlier_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished 2-item run that a later ``--overwrite`` replaces."""
+    out = tmp_path_factory.mktemp("earlier") / "run"
+    assert cli(*SAMPLED[:-2], "--seed", "1", "--limit", "2", "--out", str(out)).returncode == 0
+    return out
+
+
 @pytest.mark.parametrize("step", ["before-swap", "after-marker", "after-exchange", "before-cleanup", "during-cleanup"])
-def test_killed_inside_the_final_swap_never_loses_a_result(tmp_path: Path, step: str) -> None:
+def test_killed_inside_the_final_swap_never_loses_a_result(tmp_path: Path, step: str, earlier_run: Path) -> None:
+    from cli_in_process import cli as cli_in_process
+
     out = tmp_path / "run"
-    first = [*SAMPLED[:-2], "--seed", "1", "--limit", "2", "--out", str(out)]
-    assert cli(*first).returncode == 0
+    shutil.copytree(earlier_run, out)
     old = (out / "records.jsonl").read_text()
     second = [*SAMPLED, "--out", str(out), "--overwrite"]
-    start_paused(second, step, tmp_path)
+    start_paused(second, step, tmp_path)  # the kill needs its own process
     # At this instant, before any recovery: out is there and complete (old or new).
     summary = complete(out)
     assert summary["counts"]["items"] in (2, 6)
     # The next run recovers the leftovers, says so, and finishes.
-    proc = cli(*second)
+    proc = cli_in_process(*second)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert complete(out)["counts"]["items"] == 6
     if step != "before-swap":

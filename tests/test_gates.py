@@ -4,13 +4,12 @@ tested in test_statsreport.py, whose grid freezes them)."""
 from __future__ import annotations
 
 import math
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from cli_in_process import cli
 
 from safetyrepro.adapters.gates import _ordering, _spearman, item_score, verdict
 from safetyrepro.adapters.grid import build_grid, plan
@@ -61,8 +60,7 @@ def test_repeats_are_planned_after_each_models_cells() -> None:
 
 def run_plan(tmp_path: Path, doc: dict) -> subprocess.CompletedProcess:
     (tmp_path / "grid.yaml").write_text(yaml.safe_dump(doc))
-    return subprocess.run([sys.executable, "-m", "safetyrepro.adapters.cli", "plan", "grid.yaml"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    return cli("plan", "grid.yaml", cwd=tmp_path)
 
 
 @pytest.mark.parametrize("gates, message", [

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from cli_in_process import cli
 
 from safetyrepro.adapters import build_config, run
 from safetyrepro.adapters.gridrun import verify
@@ -114,9 +115,8 @@ def test_kill_at_random_points_then_resume_is_byte_identical(uninterrupted: Path
     assert results(tmp_path / "g2") == results(uninterrupted)
     assert verify(tmp_path / "g2") == []
     # A finished run is not run again.
-    again = grid_cli("grid", "grid.yaml", "--out", "g2", cwd=tmp_path)
-    _, err = again.communicate(timeout=300)
-    assert again.returncode == 0 and "already complete" in err
+    again = cli("grid", "grid.yaml", "--out", "g2", cwd=tmp_path)
+    assert again.returncode == 0 and "already complete" in again.stderr
 
 
 def _tampered(source: Path, tmp_path: Path, name: str) -> Path:
@@ -203,42 +203,47 @@ def test_resume_refuses_a_log_from_other_libraries_and_overwrite_starts_over(uni
     shutil.rmtree(folder / "cells")
     _rechain(folder / "events.jsonl", lambda body: body["versions"].update(torch="0.0.1"))
     (tmp_path / "grid.yaml").write_text(yaml.safe_dump(GRID))
-    proc = grid_cli("grid", "grid.yaml", "--out", str(folder), cwd=tmp_path)
-    _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 2 and "written by other model weights, runtime or library versions" in err, err
+    proc = cli("grid", "grid.yaml", "--out", str(folder), cwd=tmp_path)
+    assert proc.returncode == 2 and "written by other model weights, runtime or library versions" in proc.stderr
     assert not (folder / "plan.json").exists()  # nothing written before the refusal
     # A report derived from the discarded results would describe a plan no longer there.
     (folder / "report").mkdir()
     (folder / "report" / "report.json").write_text(json.dumps({"format": "safetyrepro-report/1"}))
-    proc = grid_cli("grid", "grid.yaml", "--out", str(folder), "--overwrite", cwd=tmp_path)
-    _, err = proc.communicate(timeout=900)
-    assert proc.returncode == 0, err[-2000:]
-    assert results(folder) == results(uninterrupted) and verify(folder) == []
+    # --overwrite starts over (a one-cell plan of the same grid: what is computed is the kill test's job).
+    small = {**GRID, "templates": ["minimal"], "scorings": ["logprob"], "decodings": ["greedy"], "limit": 2}
+    (tmp_path / "small.yaml").write_text(yaml.safe_dump(small))
+    proc = cli("grid", "small.yaml", "--out", str(folder), "--overwrite", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert verify(folder) == [] and [p.name for p in (folder / "cells").iterdir()] == \
+        [c["cell_id"] for c in json.loads((folder / "plan.json").read_text())["cells"]]
+    assert _first_body(folder)["versions"]["torch"] != "0.0.1"  # a new log, not the foreign one
     assert not (folder / "report").exists()
+
+
+def _first_body(folder: Path) -> dict:
+    return json.loads((folder / "events.jsonl").read_text().splitlines()[1])["body"]
 
 
 def test_another_plan_in_the_folder_is_refused(uninterrupted: Path, tmp_path: Path) -> None:
     folder = _tampered(uninterrupted, tmp_path, "other")
     (tmp_path / "grid.yaml").write_text(yaml.safe_dump({**GRID, "limit": 2}))
-    proc = grid_cli("grid", "grid.yaml", "--out", str(folder), cwd=tmp_path)
-    _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 2 and "holds another plan (first difference: cell 0" in err and "--overwrite" in err
+    proc = cli("grid", "grid.yaml", "--out", str(folder), cwd=tmp_path)
+    assert proc.returncode == 2 and "holds another plan (first difference: cell 0" in proc.stderr
+    assert "--overwrite" in proc.stderr
     assert verify(folder) == []  # nothing was touched
 
 
 def test_verify_command_exit_status(uninterrupted: Path, tmp_path: Path) -> None:
-    ok = grid_cli("verify", str(uninterrupted), cwd=tmp_path)
-    out, _ = ok.communicate(timeout=300)
-    assert ok.returncode == 0 and out.startswith("OK ")
+    ok = cli("verify", str(uninterrupted), cwd=tmp_path)
+    assert ok.returncode == 0 and ok.stdout.startswith("OK ")
     folder = _tampered(uninterrupted, tmp_path, "cli")
     (folder / "summary.json").unlink()
-    bad = grid_cli("verify", str(folder), cwd=tmp_path)
-    out, _ = bad.communicate(timeout=300)
-    assert bad.returncode == 1 and "FAIL summary.json is missing (deleted)" in out
+    bad = cli("verify", str(folder), cwd=tmp_path)
+    assert bad.returncode == 1 and "FAIL summary.json is missing (deleted)" in bad.stdout
 
 
 def test_gate_command_on_a_run_without_gates(uninterrupted: Path, tmp_path: Path) -> None:
-    proc = grid_cli("gate", str(uninterrupted), cwd=tmp_path)
-    _, err = proc.communicate(timeout=300)
+    proc = cli("gate", str(uninterrupted), cwd=tmp_path)
+    err = proc.stderr
     assert proc.returncode == 2 and "froze no gates" in err and "gates:" in err, err
     assert len(err.strip().splitlines()) == 1 and not (uninterrupted / "gates").exists()

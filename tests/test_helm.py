@@ -158,14 +158,9 @@ def test_summarize_shows_a_table_per_benchmark(helm_root: Path) -> None:
 
 @pytest.mark.parametrize(
     ("run_entry", "message"),
-    [
+    [  # through helm-run: a bad argument (the rest of them below, where the entry is built)
         ("safetyrepro_bbq:decoding=hot", "decoding='hot' is not a decoding -- fix: use decoding=greedy | t0.3 | t0.7"),
-        ("safetyrepro_bbq:shots=3", "unknown argument 'shots' -- fix: use only these arguments: template="),
-        ("safetyrepro_bbq:fewshot=three", "fewshot='three' is not a whole number"),
-        ("safetyrepro_bbq:template=fancy", "unknown template 'fancy'"),
-        ("safetyrepro_bbq:scoring=symmetric", "scoring 'symmetric' is not translated into the harnesses"),
-        ("safetyrepro_bbq:fewshot=4", "fewshot: Value error, fewshot must be one of (0, 3, 5)"),
-        ("safetyrepro_bbq:data_dir=/nonexistent/data", "data folder /nonexistent/data does not exist"),
+        ("safetyrepro_bbq:data_dir=/nonexistent/data", "data folder /nonexistent/data does not exist"),  # the scenario's
         # HELM's own run expanders would change what the core asks: refused, not scored.
         ("safetyrepro_bbq:limit=1,max_train_instances=2", "applies HELM's max_train_instances= to a SafetyRepro"),
         ("safetyrepro_bbq:scoring=regex,limit=1,max_new_tokens=4,temperature=0.5",
@@ -180,6 +175,29 @@ def test_bad_run_entry_arguments_are_one_line(helm_root: Path, run_entry: str, m
     assert len(errors) == 1 and message in errors[0], proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     assert not list((helm_root / "benchmark_output" / "runs").glob("bad/*/scenario_state.json"))
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"shots": "3"}, "unknown argument 'shots' -- fix: use only these arguments: template="),
+        ({"fewshot": "three"}, "fewshot='three' is not a whole number"),
+        ({"template": "fancy"}, "unknown template 'fancy'"),
+        ({"scoring": "symmetric"}, "scoring 'symmetric' is not translated into the harnesses"),
+        ({"fewshot": "4"}, "fewshot: Value error, fewshot must be one of (0, 3, 5)"),
+    ],
+)
+def test_bad_run_entry_arguments_end_helm_run_with_one_line(arguments: dict, message: str,
+                                                            capsys: pytest.CaptureFixture) -> None:
+    """What helm-run does with a bad entry (the CLI cases above): the run spec function prints one
+    line and exits 2 before HELM runs anything."""
+    from safetyrepro.helm_specs.run_specs import build_run_spec
+
+    with pytest.raises(SystemExit) as raised:
+        build_run_spec("bbq", **arguments)
+    assert raised.value.code == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 1 and errors[0].startswith("error: ") and message in errors[0], errors
 
 
 @pytest.mark.parametrize(

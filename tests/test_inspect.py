@@ -124,12 +124,8 @@ def test_stock_hf_provider_agrees_on_the_regex_path(tmp_path: Path, lm) -> None:
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [
+    [  # through the CLI: a bad task argument, and a model that cannot serve the path (the rest below)
         (["safetyrepro/bbq", "-T", "template=fancy"], "unknown template 'fancy'"),
-        (["safetyrepro/bbq", "-T", "scoring=vibes"], "unknown scoring 'vibes'"),
-        (["safetyrepro/bbq", "-T", "scoring=symmetric"], "scoring 'symmetric' is not translated into the harnesses"),
-        (["safetyrepro/bbq", "-T", "fewshot=2"], "fewshot must be one of (0, 3, 5)"),
-        (["safetyrepro/bbq", "-T", "data_dir=/nonexistent"], "data folder /nonexistent does not exist"),
         (["safetyrepro/bbq", "-T", "scoring=logprob", "--model", "mockllm/model"], "needs candidate loglikelihoods"),
     ],
 )
@@ -141,6 +137,27 @@ def test_bad_task_arguments_fail_with_one_clear_message(tmp_path: Path, args: li
     assert proc.returncode != 0
     assert message in " ".join(text.split()), text[-3000:]  # rich wraps long lines
     assert "Traceback" not in text, text[-3000:]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"scoring": "vibes"}, "unknown scoring 'vibes'"),
+        ({"scoring": "symmetric"}, "scoring 'symmetric' is not translated into the harnesses"),
+        ({"fewshot": 2}, "fewshot must be one of (0, 3, 5)"),
+        ({"data_dir": "/nonexistent"}, "data folder /nonexistent does not exist"),
+    ],
+)
+def test_bad_task_arguments_are_the_error_inspect_prints_as_one_line(arguments: dict, message: str) -> None:
+    """The same refusal as the CLI cases above (a PrerequisiteError, which ``inspect eval`` prints
+    without a traceback), raised where the task is built."""
+    from inspect_ai._util.error import PrerequisiteError
+
+    from safetyrepro.inspect_tasks.tasks import build_task
+
+    with pytest.raises(PrerequisiteError) as raised:
+        build_task("bbq", **arguments)
+    assert message in str(raised.value) and str(raised.value).startswith("error: ")
 
 
 def test_eval_set_and_nf4_through_the_provider(tmp_path: Path) -> None:

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
+from cli_in_process import cli
 
 # Three instruments from the embedded weights (rankings need three models): fp32, bf16, NF4.
 GRID = {"models": [{"name": "fp32"}, {"name": "bf16", "dtype": "bfloat16"}, {"name": "nf4", "quantization": "nf4"}],
@@ -21,12 +19,6 @@ GRID = {"models": [{"name": "fp32"}, {"name": "bf16", "dtype": "bfloat16"}, {"na
         # Frozen stability gates: one configuration asked twice by every model, a quarter replayed.
         "gates": {"repeat": {"configs": [{"benchmark": "toxigen", "template": "minimal", "fewshot": 0}]},
                   "replay": {"share": 0.25}}}
-
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    return subprocess.run([sys.executable, "-m", "safetyrepro.adapters.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=1800)
 
 
 @pytest.fixture(scope="module")

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from cli_in_process import cli
 
 from safetyrepro.adapters import build_config, get_benchmark, prepare_cell, run
 from safetyrepro.adapters.scoring import logprob_context
@@ -102,12 +100,6 @@ def test_symmetric_records_on_the_real_model(reference: dict, lm) -> None:
         mapping = result.summary["symmetric"]
         assert mapping["items"] == 2 and mapping["b_map_reference_mean"] == pytest.approx(
             sum(r.meta["symmetric"]["b_map_reference"] for r in result.records) / 2)
-
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    return subprocess.run([sys.executable, "-m", "safetyrepro.adapters.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=1200)
 
 
 def test_the_grid_runs_symmetric_cells_like_the_reference_runner(reference: dict, tmp_path: Path) -> None:
