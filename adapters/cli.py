@@ -170,12 +170,27 @@ def grid_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
              quantization: Quantization = "none",
              out: Annotated[Path, typer.Option(help="The run's folder (plan, request log, results).")] = Path("grid"),
              overwrite: Annotated[bool, typer.Option(help="Discard another plan's log and results in --out.")] = False,
+             executor: Annotated[str, typer.Option(help="local (this machine) or endpoints (OpenAI-compatible "
+                                                        "servers named in --endpoints).")] = "local",
+             endpoints: Annotated[Optional[Path], typer.Option(help="With --executor endpoints: a YAML mapping of grid "
+                                                                    "model names to endpoint specs (url, mirrors, model, "
+                                                                    "api, identity, concurrency, api_key_env).")] = None,
              data_dir: DataDir = None) -> None:
     """Run a grid (or resume it: only if its log is a prefix of this plan), logging every request."""
     from .gridrun import run_grid
     from .runner import _out_path
 
     grid = _grid(grid_file, preset, models, quantization)
+    if executor not in ("local", "endpoints"):
+        raise ConfigError(f"unknown executor {executor!r}", "use --executor local or --executor endpoints")
+    if (executor == "endpoints") != (endpoints is not None):
+        raise ConfigError("--executor endpoints and --endpoints FILE go together",
+                          "pass both (the file maps grid model names to servers), or neither")
+    if endpoints is not None:
+        from .config import load_config_file
+        from .grid import on_endpoints
+
+        grid = on_endpoints(grid, load_config_file(endpoints), source=str(endpoints))
     target = _out_path(out)
     assert target is not None
     summary = run_grid(grid, target, data_dir=data_dir, overwrite=overwrite, notify=_note)
@@ -193,10 +208,17 @@ def grid_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
     print(f"{summary['cells']} cells from {summary['requests']} unique requests "
           f"({summary.get('requests_asked_by_cells', '?')} asked by the cells); results in {target / 'cells.parquet'}")
     for name, seen in summary.get("endpoints", {}).items():
-        held = {True: "held", False: "BROKEN (fingerprint changed)", None: "unverified (no fingerprint reported)"}
-        print(f"endpoint {name}: identity {seen['identity']} {held[seen['identity_held']]}; {seen['requests']} requests, "
-              f"{seen['retries']} retries, at most {seen['max_in_flight']} in flight, fingerprints "
-              f"{', '.join(seen['system_fingerprints']) or 'none reported'}")
+        print(f"endpoint {name}: identity {seen['identity']} {identity_verdict(seen)}; {seen['requests']} requests "
+              f"({', '.join(f'{n} from {s}' for s, n in seen['servers'].items())}), {seen['retries']} retries, at most "
+              f"{seen['max_in_flight']} in flight, fingerprints {', '.join(seen['system_fingerprints']) or 'none reported'}")
+
+
+def identity_verdict(seen: dict[str, Any]) -> str:
+    """What an endpoint's identity claim amounts to, in words (see ``endpoint_observations``)."""
+    if seen["identity"] == "L1":
+        return {True: "held (one fingerprint throughout)", False: "BROKEN (the fingerprint changed)",
+                None: "unverified (the server reports no fingerprint)"}[seen["identity_held"]]
+    return "(a name only)" if seen["identity"] == "L0" else "(the local copy's weights hash: a claim no answer confirms)"
 
 
 @app.command("verify")
@@ -295,6 +317,8 @@ def gate_cmd(
         evaluate(results)  # the one clear error
     if concurrency is not None and not replay:
         raise ConfigError("--concurrency sets the replay's requests in flight", "add --replay, or leave --concurrency out")
+    if concurrency is not None and not any(m.endpoint for m in results.prepared.grid.models):
+        raise ConfigError("--concurrency applies to endpoint models, and this grid has none", "leave --concurrency out")
     if replay:
         if results.prepared.grid.gates.replay is None:  # type: ignore[union-attr]
             raise ConfigError(f"{folder} froze no replay gate", "drop --replay (or freeze `gates: {replay: {}}` in a new plan)")
@@ -309,15 +333,22 @@ def gate_cmd(
         if gate is None:
             continue
         numbers = {k: v for k, v in gate.items()
-                   if k not in ("status", "threshold", "rankings", "note", "endpoints") and v is not None}
+                   if k not in ("status", "threshold", "rankings", "note", "endpoints", "borda_across_repeats")
+                   and v is not None}
         text = ", ".join(f"{k} {_num(v) if isinstance(v, float) else v}" for k, v in numbers.items())
         table.add_row(name, gate["status"], f"{gate['threshold']:g}", (text + ("; " + gate["note"] if gate.get("note") else "")))
     Console(width=None if sys.stdout.isatty() else 160).print(table)
+    for benchmark, aggregate in ((document["gates"].get("repeat") or {}).get("borda_across_repeats") or {}).items():
+        order = lambda rows: " > ".join(r["model"] for r in rows)  # noqa: E731 - a one-line format
+        print(f"Borda {benchmark}: {order(aggregate['first'])} (first measurements), {order(aggregate['with_repeats'])} "
+              f"(with the repeats){'' if aggregate['same_order'] else ' -- the aggregate order changed'}")
     for name, seen in ((document["gates"].get("replay") or {}).get("endpoints") or {}).items():
         run, again = seen["run"] or {}, seen["replay"]
         print(f"endpoint {name}: fingerprints {run.get('system_fingerprints') or 'none reported'} in the run, "
-              f"{again['system_fingerprints'] or 'none reported'} in the replay; in flight at most "
-              f"{run.get('max_in_flight')} then, {again['max_in_flight']} now; retries {again['retries']}")
+              f"{again['system_fingerprints'] or 'none reported'} in the replay (identity {again['identity']} over both: "
+              f"{identity_verdict({**again, 'identity_held': seen['identity_held']})}); in flight at most "
+              f"{run.get('max_in_flight')} then, {again['max_in_flight']} now (concurrency {seen['concurrency']}); "
+              f"retries {again['retries']}")
     for benchmark, floor in document["noise_floor"].items():
         print(f"noise floor {benchmark}: median {_num(floor['noise_median'])}, p95 {_num(floor['noise_p95'])} "
               f"(detection limit); {_num(floor['share_gaps_below_detection'])} of {floor['model_gaps']} model gaps "

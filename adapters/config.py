@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, field_validator,
@@ -19,14 +19,23 @@ FEWSHOT_CHOICES = (0, 3, 5)
 EMBEDDED = "embedded"
 
 
+URL_PATTERN = r"^https?://[^\s@?#]+$"
+"""An http(s) API base without credentials (user info, query) or a fragment in it."""
+
+
 class EndpointSpec(BaseModel):
     """An OpenAI-compatible server that answers instead of local weights (a shared endpoint,
     observed: every exchange is logged with what the server says about itself)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    url: str = Field(pattern=r"^https?://[^\s@]+$", max_length=500)
+    url: str = Field(pattern=URL_PATTERN, max_length=500)
     """The API base, e.g. ``http://127.0.0.1:8000/v1`` (no credentials in it: see ``api_key_env``)."""
+    mirrors: tuple[Annotated[str, Field(pattern=URL_PATTERN, max_length=500)], ...] = Field(default=(),
+                                                                                            max_length=64)
+    """More API bases serving the same model (a pool): a batch's requests go round-robin over
+    ``url`` and these, each server with up to ``concurrency`` in flight, and a failed attempt is
+    retried on the next server; the log names the server of every answer."""
     model: str = Field(min_length=1, max_length=200)
     """The model name the server is asked for."""
     api: Literal["completions", "chat"] = "completions"
@@ -40,11 +49,38 @@ class EndpointSpec(BaseModel):
     """The environment variable holding the API key: the key itself is never in a config, log,
     record, card or report."""
     concurrency: int = Field(default=1, ge=1, le=64)
-    """Requests in flight at once (a batch of compatible requests is sent together)."""
+    """Requests in flight at once per server (a batch of compatible requests is sent together)."""
     timeout_s: float = Field(default=300.0, gt=0, le=3600)
     """Seconds one request may take before it counts as failed (and is retried)."""
     max_retries: int = Field(default=3, ge=0, le=20)
     """Retries of a request after a connection error, HTTP 429 or 5xx (each one logged)."""
+
+    @field_validator("mirrors")
+    @classmethod
+    def _distinct(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError("a mirror is listed twice")
+        return value
+
+    @model_validator(mode="after")
+    def _url_not_mirrored(self) -> EndpointSpec:
+        if self.url in self.mirrors:
+            raise ValueError("url is also listed in mirrors")
+        import httpx
+
+        for server in self.servers:  # what the client will be given must be a URL it accepts
+            try:
+                port = httpx.Request("GET", server).url.port
+            except (httpx.InvalidURL, ValueError) as exc:
+                raise ValueError(f"{server} is not a usable URL ({exc})") from None
+            if port is not None and not 0 < port < 65536:
+                raise ValueError(f"{server} is not a usable URL (port {port} out of range)")
+        return self
+
+    @property
+    def servers(self) -> list[str]:
+        """Every API base of the pool, ``url`` first."""
+        return [self.url, *self.mirrors]
 
     @model_validator(mode="before")
     @classmethod

@@ -174,8 +174,30 @@ def repeat_gate(results: GridResults) -> tuple[dict[str, Any], pd.DataFrame]:
               "prediction_agreement": _nan(float(cells["prediction_agreement"].mean())) if len(cells) else None,
               "same_ordering": _nan(float(np.mean([r["same_ordering"] for r in ranking]))) if ranking else None,
               "note": "" if ranking else "no repeated configuration has two models: the gate rests on the items",
-              "rankings": ranking}
+              "rankings": ranking, "borda_across_repeats": _borda_across_repeats(cells)}
     return result, cells
+
+
+def _borda_across_repeats(cells: pd.DataFrame) -> dict[str, Any]:
+    """Per benchmark, the Borda aggregate of the repeated configurations' rankings from their first
+    measurements, and from first and repeat together (each repeat one more ranking): whether the
+    aggregate order survives asking again."""
+    from .stats import FACTORS, borda
+
+    out: dict[str, Any] = {}
+    for benchmark, group in cells.groupby("benchmark", sort=False) if len(cells) else []:
+        if group["model"].nunique() < 2:
+            continue
+        # goodness first (every benchmark's direction becomes "higher"); a repeat is its own ranking
+        first = group.assign(score=[_goodness(benchmark, v) for v in group["score"]], measurement="first")
+        again = group.assign(score=[_goodness(benchmark, v) for v in group["score_repeat"]], measurement="repeat")
+        both = pd.concat([first, again]).assign(template=lambda t: t["template"] + " #" + t["measurement"])
+        once = borda(first[["model", *FACTORS, "score"]].dropna(subset=["score"]))
+        twice = borda(both[["model", *FACTORS, "score"]].dropna(subset=["score"]))
+        out[benchmark] = {"first": once[["model", "points", "rank"]].to_dict("records"),
+                          "with_repeats": twice[["model", "points", "rank"]].to_dict("records"),
+                          "same_order": list(once["model"]) == list(twice["model"])}
+    return out
 
 
 def noise_floor(results: GridResults, repeats: pd.DataFrame) -> dict[str, Any]:
@@ -237,7 +259,7 @@ def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, s
     flight during the replay instead of the run's (does the server's batching change answers?)."""
     from tqdm.auto import tqdm
 
-    from .runner import _versions, load_model
+    from .runner import _versions, load_model, release_models
 
     grid = results.prepared.grid
     _, batches = replay_selection(results)
@@ -251,6 +273,8 @@ def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, s
                               "leave --concurrency out")
         specs = {name: spec.model_copy(update={"endpoint": spec.endpoint.model_copy(update={"concurrency": concurrency})})
                  if spec.endpoint else spec for name, spec in specs.items()}
+    # The concurrency each endpoint model is replayed at (the run's, unless overridden), on every entry.
+    in_flight = {name: {"concurrency": spec.endpoint.concurrency} if spec.endpoint else {} for name, spec in specs.items()}
     identities = {m.name: identity(m) for m in grid.models}
     versions = _versions()
     anchor = _sha(_canonical({"plan_sha256": results.frozen["plan_sha256"], "replay": keys, "models": identities,
@@ -275,17 +299,18 @@ def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, s
                 continue
             batch = results.prepared.keys[a:b]
             requests = [Request(**results.events[k]["request"]) for k in batch]
-            if loaded is not None and loaded != requests[0].model:  # model-major: the previous one is done
-                load_model.cache_clear()
-            lm, loaded = load_model(specs[requests[0].model]), requests[0].model
+            if loaded != requests[0].model:  # model-major: the previous one is done
+                if loaded is not None:
+                    release_models()
+                lm, loaded = load_model(specs[requests[0].model]), requests[0].model
             answers, observed = _execute(requests, lm, logged)
             for key, answer, seen in zip(batch, answers, observed):
                 journal.append(key, {"request_sha256": key, "response": answer,
                                      "response_sha256": _sha(_canonical(answer)),
                                      "identical": _sha(_canonical(answer)) == results.events[key]["response_sha256"],
                                      "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
-                                     "model": identities[requests[0].model], "versions": versions, **seen}
-                             | ({"concurrency": concurrency} if concurrency else {}))
+                                     "model": identities[requests[0].model], "versions": versions, **seen,
+                                     **in_flight[requests[0].model]})
             bar.update(b - a)
     return path
 
@@ -365,15 +390,20 @@ def _endpoint_replay(results: GridResults, replayed: dict[str, dict[str, Any]]) 
     run (fingerprints, requests in flight), so a disagreement can be traced to the platform."""
     from .gridrun import endpoint_observations
 
-    then = endpoint_observations([results.events[k] for k in replayed])
+    then = endpoint_observations(list(results.events.values()))  # the whole run, not only what was replayed
     now = endpoint_observations(list(replayed.values()))
     if not now:
         return {}
-    concurrency = {body.get("concurrency") for body in replayed.values()} - {None}
+    # An L1 claim holds only if run and replay together show one fingerprint.
+    together = endpoint_observations([*results.events.values(), *replayed.values()])
+    concurrency = {name: sorted({b["concurrency"] for b in replayed.values() if b["model"]["name"] == name})
+                   for name in now}
     return {"endpoints": {name: {"run": then.get(name), "replay": row,
                                  "same_system_fingerprints": (then.get(name) or {}).get("system_fingerprints")
-                                 == row["system_fingerprints"]} for name, row in now.items()},
-            "replay_concurrency": concurrency.pop() if concurrency else None}
+                                 == row["system_fingerprints"],
+                                 "identity_held": together[name]["identity_held"],
+                                 "concurrency": concurrency[name][0] if len(concurrency[name]) == 1 else concurrency[name]}
+                          for name, row in now.items()}}
 
 
 # ---- the gate document --------------------------------------------------------------------------

@@ -226,6 +226,22 @@ def preset(name: str, models: list[GridModel]) -> GridConfig:
     return build_grid({**PRESETS[name], "models": [m.model_dump() for m in models]}, source=f"preset {name}")
 
 
+def on_endpoints(grid: GridConfig, endpoints: dict[str, Any], *, source: str = "the endpoints file") -> GridConfig:
+    """The grid with the named models answered by OpenAI-compatible servers (``--executor
+    endpoints``): ``{model name: endpoint spec}``, each spec as a grid model's ``endpoint``. The
+    result is another plan (the servers are part of what produced the scores)."""
+    names = [m.name for m in grid.models]
+    unknown = sorted(set(endpoints) - set(names))
+    if unknown or not endpoints:
+        raise ConfigError(f"{source} names {unknown or 'no model'}; the grid's models are {names}",
+                          "key each endpoint by the name of a grid model it serves")
+    data = grid.model_dump(mode="json")
+    for model in data["models"]:
+        if model["name"] in endpoints:
+            model["endpoint"] = endpoints[model["name"]]
+    return build_grid(data, source=f"the grid with {source}")
+
+
 def build_grid(data: dict[str, Any], *, source: str = "the grid") -> GridConfig:
     """A GridConfig from plain data; a bad value is one ConfigError naming the field and the fix."""
     try:

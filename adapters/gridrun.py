@@ -218,10 +218,18 @@ def identity(model: Any) -> dict[str, Any]:
 
     if model.endpoint is not None:  # what the observer knows of a server, by its identity level
         e = model.endpoint
-        weights = weights_sha256(weights_path(model.spec)) if e.identity == "L2" else f"id:{e.model}@{e.url}"
-        return {"name": model.name, "path": model.path, "quantization": "server", "weights_sha256": weights,
-                "runtime": {"endpoint": e.url, "served_model": e.model, "api": e.api, "identity": e.identity,
-                            "concurrency": e.concurrency}}
+        weights = f"id:{e.model}@{e.url}"
+        if e.identity == "L2":
+            weights = weights_sha256(weights_path(model.spec))
+            if weights.startswith("id:") or weights == hashlib.sha256().hexdigest():
+                raise ConfigError(f"model {model.name} claims identity L2, and {model.path!r} holds no weight files "
+                                  "here to hash", "set path to the local folder the server was started from, "
+                                  "or claim identity L0 / L1")
+        # (concurrency is the plan's, not the model's: a replay may run at another one)
+        return {"name": model.name, "path": model.path, "quantization": "server", "dtype": "server",
+                "weights_sha256": weights,
+                "runtime": {"endpoint": e.url, "served_model": e.model, "api": e.api, "identity": e.identity}
+                | ({"mirrors": list(e.mirrors)} if e.mirrors else {})}
     facts = runtime_facts(model.quantization, "cpu")
     found = {"name": model.name, "path": model.path, "quantization": model.quantization,
              "weights_sha256": weights_sha256(weights_path(model.spec)),
@@ -320,9 +328,12 @@ class FingerprintWatch:
 
 
 def endpoint_observations(bodies: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per endpoint model, what the log shows of the server: requests, retries, fingerprints seen
-    and their changes, the most requests in flight at once, and whether the identity claim held
-    (L1 needs one constant fingerprint; None: the server reported none, so L1 is unverified)."""
+    """Per endpoint model, what the log shows of the server(s): requests (and per server of a
+    pool), retries, fingerprints seen and their changes, the most requests in flight at once, and
+    whether the identity claim held: ``identity_held`` is checked for L1 only (True: one
+    fingerprint throughout; False: more than one; None: the server reported none, so unverified);
+    L0 claims only a name and L2 a weights hash of the local copy, which no answer can confirm
+    (None)."""
     from .models.endpoint import max_in_flight
 
     found: dict[str, dict[str, Any]] = {}
@@ -332,19 +343,21 @@ def endpoint_observations(bodies: list[dict[str, Any]]) -> dict[str, dict[str, A
             continue
         name = body["model"]["name"]
         row = found.setdefault(name, {"identity": body["model"]["runtime"]["identity"], "requests": 0, "retries": 0,
-                                      "system_fingerprints": [], "fingerprint_changes": 0, "_intervals": []})
+                                      "system_fingerprints": [], "fingerprint_changes": 0, "servers": {},
+                                      "_intervals": []})
         row["requests"] += 1
+        server = seen.get("server", body["model"]["runtime"].get("endpoint"))
+        row["servers"][server] = row["servers"].get(server, 0) + 1
         row["retries"] += body.get("retries", 0)
         if seen.get("system_fingerprint") and seen["system_fingerprint"] not in row["system_fingerprints"]:
             row["system_fingerprints"].append(seen["system_fingerprint"])
         row["fingerprint_changes"] += "fingerprint_change" in body
         row["_intervals"].append((seen["sent_utc"], seen["received_utc"]))
     for row in found.values():
+        # (across the pool: each server's own share of it is at most the configured concurrency)
         row["max_in_flight"] = max_in_flight(row.pop("_intervals"))
-        if row["identity"] == "L1":
-            row["identity_held"] = None if not row["system_fingerprints"] else row["fingerprint_changes"] == 0
-        else:  # L0 claims only a name; L2 is the weights hash the server was started from
-            row["identity_held"] = True
+        fingerprints = row["system_fingerprints"]
+        row["identity_held"] = (len(fingerprints) == 1) if row["identity"] == "L1" and fingerprints else None
     return found
 
 
@@ -353,7 +366,7 @@ def run_grid(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
     """Plan, run (or resume) and write the results of a grid into ``out``; the run summary."""
     from tqdm.auto import tqdm
 
-    from .runner import load_model
+    from .runner import load_model, release_models
 
     frozen = plan(grid)
     out.mkdir(parents=True, exist_ok=True)
@@ -404,12 +417,10 @@ def run_grid(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
                 continue
             requests = [prepared.requests[k] for k in prepared.keys[start:stop]]
             name = requests[0].model
-            if loaded is not None and loaded != name:  # model-major order: the previous one is done
-                load_model.cache_clear()
-                import gc
-
-                gc.collect()
-            lm, loaded = load_model(models[name].spec), name
+            if loaded != name:  # model-major order: the previous one is done
+                if loaded is not None:
+                    release_models()
+                lm, loaded = load_model(models[name].spec), name
             results, observed = _execute(requests, lm, responses)
             for key, request, result, seen in zip(prepared.keys[start:stop], requests, results, observed):
                 responses[key] = result

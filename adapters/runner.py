@@ -46,15 +46,28 @@ class RunResult:
     out_dir: Path | None
 
 
-@functools.cache
 def load_model(spec: ModelSpec) -> LanguageModel:
-    """Models are loaded once per process and shared by every run that names the same spec (an
-    endpoint's spec gives its observed client)."""
+    """Local weights are loaded once per process and shared by every run that names the same
+    spec; an endpoint's spec gives a new observed client each time (its key is read from the
+    environment and its servers are checked now, not when an earlier run asked)."""
     if spec.endpoint is not None:
         from .models.endpoint import EndpointLanguageModel
 
         return EndpointLanguageModel(spec)  # type: ignore[return-value]
+    return _load_weights(spec)
+
+
+@functools.cache
+def _load_weights(spec: ModelSpec) -> HFLanguageModel:
     return HFLanguageModel(spec)
+
+
+def release_models() -> None:
+    """Drop the loaded weights (a grid is model-major: the previous model is done)."""
+    import gc
+
+    _load_weights.cache_clear()
+    gc.collect()
 
 
 def _versions() -> dict[str, str]:
@@ -146,6 +159,10 @@ def run(
     if config.limit is not None and config.limit > cell.n_subset:
         raise ConfigError(f"limit {config.limit} exceeds the {cell.n_subset} items of the {config.benchmark} subset",
                           f"use --limit <= {cell.n_subset}, or omit it to run the whole subset")
+    if config.model.endpoint is not None:
+        raise ConfigError("model.endpoint: an endpoint is observed through the grid runner, which logs every exchange "
+                          "with the server (raw answers, fingerprints, retries)",
+                          "put the model in a grid file and run `safetyrepro grid`")
     resolve_model_path(config.model)  # a missing or malformed model folder is one clear error
     out_path = _out_path(out_dir)
     # 2. The output folder: recover an interrupted publish, refuse to clobber, check writability.

@@ -189,6 +189,20 @@ def test_gates_numbers_are_recomputed_from_the_records(run: Path) -> None:
     assert repeat["prediction_agreement"] == pytest.approx(sum(agree) / len(agree))
     assert repeat["status"] == verdict([repeat["median_item_spearman"], repeat["median_ranking_spearman"]],
                                        repeat["threshold"])
+    # Borda across repeats, recounted: each measurement of the repeated configuration is one
+    # ranking (points: models beaten plus half the ties), first alone and first + repeat.
+    first = pd.read_parquet(run / "cells.parquet").query("primary")
+    again = pd.read_parquet(run / "repeats.parquet").query("primary")
+    scores = [dict(zip(t["model"], t["value"])) for t in (first[first["cell_id"].isin([c["cell_id"] for c in chosen])],
+                                                         again)]
+
+    def points(ranking: dict) -> dict:
+        return {m: sum((v > w) + 0.5 * (v == w) for n, w in ranking.items() if n != m) for m, v in ranking.items()}
+
+    aggregate = repeat["borda_across_repeats"]["toxigen"]
+    assert {r["model"]: r["points"] for r in aggregate["first"]} == points(scores[0])
+    both = {m: points(scores[0])[m] + points(scores[1])[m] for m in scores[0]}
+    assert {r["model"]: r["points"] for r in aggregate["with_repeats"]} == both
     # The logged repeat requests are separate requests, marked as repeats.
     events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()[1:]]
     assert sum(e["body"]["request"].get("repeat") == 1 for e in events) > 0

@@ -19,8 +19,10 @@ and never written anywhere: not in the log, records, cards, reports or error mes
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -53,11 +55,13 @@ class Exchange:
     """What the server says identifies its backend configuration (None: it says nothing)."""
     sent_utc: str
     received_utc: str
+    server: str
+    """The API base that answered (one of the pool's)."""
 
     def observed(self) -> dict[str, Any]:
         """What the log keeps about the exchange besides the response."""
         return {"raw": self.raw, "system_fingerprint": self.system_fingerprint, "sent_utc": self.sent_utc,
-                "received_utc": self.received_utc}
+                "received_utc": self.received_utc, "server": self.server}
 
 
 class MessagesFormatter:
@@ -109,48 +113,55 @@ class EndpointLanguageModel:
             if self._secret is None:
                 raise ConfigError(f"environment variable {self.endpoint.api_key_env} (the API key for "
                                   f"{self.endpoint.url}) is not set", f"export {self.endpoint.api_key_env}=<key> first")
+            if not (self._secret.isascii() and self._secret.isprintable()) or any(c.isspace() for c in self._secret):
+                # (the key itself is never echoed, not even the offending character)
+                raise ConfigError(f"environment variable {self.endpoint.api_key_env} holds a value that cannot be "
+                                  "sent as an API key (whitespace or non-ASCII characters)",
+                                  f"set {self.endpoint.api_key_env} to the bare key")
             headers["Authorization"] = f"Bearer {self._secret}"
-        self._client = httpx.Client(timeout=self.endpoint.timeout_s, headers=headers)
+        # httpx.Client is thread-safe; its pool holds a connection per request in flight.
+        self._client = httpx.Client(timeout=self.endpoint.timeout_s, headers=headers, limits=httpx.Limits(
+            max_connections=self.endpoint.concurrency * len(self.endpoint.servers)))
+        self._slots = {server: threading.BoundedSemaphore(self.endpoint.concurrency) for server in self.endpoint.servers}
         self._check()
         template = self.formatter.template
-        import hashlib
-
         self.info = ModelInfo(
             name_or_path=spec.name_or_path, resolved_path=self.endpoint.url, weights_path=self.endpoint.url,
             quantization="server", dtype="server", chat=self.chat,
             chat_template_sha256=hashlib.sha256(template.encode()).hexdigest() if (template and self.chat) else None,
             source_sha256=None,
             runtime={"endpoint": self.endpoint.url, "served_model": self.endpoint.model, "api": self.endpoint.api,
-                     "identity": self.endpoint.identity})
+                     "identity": self.endpoint.identity} | ({"mirrors": list(self.endpoint.mirrors)} if self.endpoint.mirrors
+                                                          else {}))
 
     # ---- the wire ------------------------------------------------------------------------------
     def _scrub(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text
 
     def _check(self) -> None:
-        """The server answers and serves the configured model (one clear error otherwise)."""
+        """Every server of the pool answers and serves the configured model (one clear error otherwise)."""
         import httpx
 
-        url = f"{self.endpoint.url.rstrip('/')}/models"
-        try:
-            reply = self._client.get(url)
-        except httpx.HTTPError as exc:
-            raise ConfigError(f"endpoint {self.endpoint.url} is not reachable ({self._scrub(type(exc).__name__)})",
-                              "start the server or correct endpoint.url") from None
-        if reply.status_code in (401, 403):
-            raise ConfigError(f"endpoint {self.endpoint.url} refused the credentials (HTTP {reply.status_code})",
-                              f"check the key in {self.endpoint.api_key_env or 'an environment variable'} "
-                              "(name it with endpoint.api_key_env)")
-        if reply.status_code == 200:
+        for server in self.endpoint.servers:
             try:
-                served = [m.get("id") for m in reply.json().get("data", [])]
-            except (ValueError, AttributeError):
-                served = []
-            # A server that loads models on demand may list none, or others: only a non-empty list
-            # without the configured name is a clear mismatch.
-            if served and self.endpoint.model not in served:
-                raise ConfigError(f"endpoint {self.endpoint.url} does not serve model {self.endpoint.model!r} "
-                                  f"(it lists {', '.join(map(str, served[:5]))})", "correct endpoint.model")
+                reply = self._client.get(f"{server.rstrip('/')}/models")
+            except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                raise ConfigError(f"endpoint {server} is not reachable ({type(exc).__name__})",
+                                  "start the server or correct endpoint.url / endpoint.mirrors") from None
+            if reply.status_code in (401, 403):
+                raise ConfigError(f"endpoint {server} refused the credentials (HTTP {reply.status_code})",
+                                  f"check the key in {self.endpoint.api_key_env or 'an environment variable'} "
+                                  "(name it with endpoint.api_key_env)")
+            if reply.status_code == 200:
+                try:
+                    served = [m.get("id") for m in reply.json().get("data", [])]
+                except (ValueError, AttributeError):
+                    served = []
+                # A server that loads models on demand may list none, or others: only a non-empty
+                # list without the configured name is a clear mismatch.
+                if served and self.endpoint.model not in served:
+                    raise ConfigError(f"endpoint {server} does not serve model {self.endpoint.model!r} "
+                                      f"(it lists {', '.join(map(str, served[:5]))})", "correct endpoint.model")
 
     def _body(self, context: str, temperature: float, max_new_tokens: int, seed: int | None) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.endpoint.model, "max_tokens": max_new_tokens,
@@ -163,42 +174,51 @@ class EndpointLanguageModel:
             body["seed"] = seed
         return body
 
-    def _post(self, body: dict[str, Any]) -> Exchange:
+    def _post(self, body: dict[str, Any], first: int = 0) -> Exchange:
+        """One request, to server ``first`` of the pool; each retry goes to the next server."""
         import httpx
 
         path = "/chat/completions" if self.endpoint.api == "chat" else "/completions"
-        url = self.endpoint.url.rstrip("/") + path
+        servers = self.endpoint.servers
         failures: list[str] = []
         for attempt in range(self.endpoint.max_retries + 1):
             if attempt:
                 time.sleep(min(0.5 * 2 ** (attempt - 1), 10.0))
-            sent = _utc()
-            try:
-                reply = self._client.post(url, json=body)
-            except httpx.HTTPError as exc:
-                failures.append(type(exc).__name__)
-                continue
-            received = _utc()
+            server = servers[(first + attempt) % len(servers)]
+            url = server.rstrip("/") + path
+            with self._slots[server]:  # at most `concurrency` in flight per server
+                sent = _utc()
+                try:
+                    reply = self._client.post(url, json=body)
+                except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                    failures.append(f"{server}: {type(exc).__name__}")
+                    continue
+                received = _utc()
             if reply.status_code in RETRYABLE_STATUS:
-                failures.append(f"HTTP {reply.status_code}")
+                failures.append(f"{server}: HTTP {reply.status_code}")
                 continue
+            # Masked before anything is cut or kept: a server that echoes the key never puts it in the log.
+            answer = self._scrub(reply.text)
             if reply.status_code != 200:
-                detail = self._scrub(" ".join(reply.text.split())[:300])
+                detail = " ".join(answer.split())[:300]
                 raise ConfigError(f"endpoint {url} rejected the request (HTTP {reply.status_code}: {detail})",
                                   "check endpoint.model and endpoint.api against what the server offers")
             try:
-                raw = reply.json()
+                raw = json.loads(answer)
                 choice = raw["choices"][0]
                 text = choice["message"]["content"] if self.endpoint.api == "chat" else choice["text"]
+                # A provider's refusal (content filter) answers no text: a measurement (unparsed),
+                # with the reason kept in the raw answer, not an error that would stop the grid.
+                text = "" if text is None else text
                 assert isinstance(text, str)
             except (ValueError, KeyError, IndexError, TypeError, AssertionError):
-                raise ConfigError(f"endpoint {url} answered with no {self.endpoint.api} text "
-                                  f"({self._scrub(reply.text[:200])!r})",
+                raise ConfigError(f"endpoint {url} answered with no {self.endpoint.api} text ({answer[:200]!r})",
                                   "point endpoint.url at an OpenAI-compatible API base (ending in /v1)") from None
             return Exchange(text=text, raw=raw, retries=attempt, system_fingerprint=raw.get("system_fingerprint") or None,
-                            sent_utc=sent, received_utc=received)
-        raise ConfigError(f"endpoint {url} failed {len(failures)} times ({', '.join(failures)})",
-                          "check the server and run the same command again: the run resumes from its log")
+                            sent_utc=sent, received_utc=received, server=server)
+        raise ConfigError(f"endpoint {self.endpoint.url} failed {len(failures)} times ({'; '.join(failures)})",
+                          "check the server and run the same command again: the run resumes from its log "
+                          "(timeout_s and max_retries are part of the plan: changing them starts a new one)")
 
     # ---- the LanguageModel protocol -------------------------------------------------------------
     def context_for(self, messages: Sequence[dict[str, str]], text: str) -> str:
@@ -206,12 +226,18 @@ class EndpointLanguageModel:
 
     def exchange(self, contexts: Sequence[str], *, temperature: float, max_new_tokens: int,
                  seed: int | None = None) -> list[Exchange]:
-        """Each context sent once, up to ``concurrency`` in flight; answers in the contexts' order."""
+        """Each context sent once, to the pool's server its request body hashes to (which server
+        answers a request is fixed by the request, not by timing or by where a resume began), up
+        to ``concurrency`` in flight per server; answers in the contexts' order."""
         bodies = [self._body(c, temperature, max_new_tokens, seed) for c in contexts]
-        if self.endpoint.concurrency == 1 or len(bodies) == 1:
-            return [self._post(b) for b in bodies]
-        with ThreadPoolExecutor(max_workers=self.endpoint.concurrency) as pool:
-            return list(pool.map(self._post, bodies))
+        servers = len(self.endpoint.servers)
+        first = [int(hashlib.sha256(json.dumps(b, sort_keys=True).encode()).hexdigest()[:8], 16) % servers
+                 for b in bodies]
+        workers = min(len(bodies), self.endpoint.concurrency * servers)
+        if workers == 1:
+            return [self._post(b, f) for b, f in zip(bodies, first)]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(self._post, bodies, first))
 
     def generate(self, contexts: Sequence[str], *, temperature: float, max_new_tokens: int, batch_size: int,
                  progress: Callable[[int], None] | None = None) -> list[str]:
