@@ -241,12 +241,16 @@ def exchange_supported() -> bool:
 # --------------------------------------------------------------------------- test hook
 
 
-def pause_point(step: str, parent: Path) -> None:
+def pause_point(step: str, parent: Path, *, once: bool = False) -> None:
     """The test hook: stop at ``step`` when ``SAFETYREPRO_TEST_PAUSE_AT`` names it (also used by
-    the runner between journaled chunks: ``after-chunk-<n>``)."""
+    the runner between journaled chunks: ``after-chunk-<n>``). ``once``: not again once the
+    marker is there (a retried Ray shard passes the same step)."""
     if os.environ.get(PAUSE_ENV) != step:
         return
-    (parent / f".paused-{step}").write_text(str(os.getpid()), encoding="utf-8")
+    marker = parent / f".paused-{step}"
+    if once and marker.exists():
+        return
+    marker.write_text(str(os.getpid()), encoding="utf-8")
     time.sleep(float(os.environ.get(PAUSE_SECONDS_ENV, "30")))
 
 

@@ -170,22 +170,43 @@ def grid_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
              quantization: Quantization = "none",
              out: Annotated[Path, typer.Option(help="The run's folder (plan, request log, results).")] = Path("grid"),
              overwrite: Annotated[bool, typer.Option(help="Discard another plan's log and results in --out.")] = False,
-             executor: Annotated[str, typer.Option(help="local (this machine) or endpoints (OpenAI-compatible "
-                                                        "servers named in --endpoints).")] = "local",
+             executor: Annotated[str, typer.Option(help="local (this machine), ray (shards as Ray tasks: --address, "
+                                                        "--workers) or endpoints (OpenAI-compatible servers named in "
+                                                        "--endpoints).")] = "local",
              endpoints: Annotated[Optional[Path], typer.Option(help="With --executor endpoints: a YAML mapping of grid "
                                                                     "model names to endpoint specs (url, mirrors, model, "
                                                                     "api, identity, concurrency, api_key_env).")] = None,
+             address: Annotated[Optional[str], typer.Option(help="With --executor ray: the cluster to join ('auto': the "
+                                                                 "one `ray start` made here); none: start a local one.")] = None,
+             workers: Annotated[Optional[int], typer.Option(min=1, help="With --executor ray and no --address: task slots "
+                                                                        "of the local cluster (default 1).")] = None,
+             threads: Annotated[Optional[int], typer.Option(min=1, help="torch threads per computation (ray: per task, "
+                                                                        "default 1; local: default torch's). Response "
+                                                                        "bytes depend on it.")] = None,
              data_dir: DataDir = None) -> None:
     """Run a grid (or resume it: only if its log is a prefix of this plan), logging every request."""
+    import functools
+
     from .gridrun import run_grid
     from .runner import _out_path
 
     grid = _grid(grid_file, preset, models, quantization)
-    if executor not in ("local", "endpoints"):
-        raise ConfigError(f"unknown executor {executor!r}", "use --executor local or --executor endpoints")
+    if executor not in ("local", "endpoints", "ray"):
+        raise ConfigError(f"unknown executor {executor!r}", "use --executor local, ray or endpoints")
     if (executor == "endpoints") != (endpoints is not None):
         raise ConfigError("--executor endpoints and --endpoints FILE go together",
                           "pass both (the file maps grid model names to servers), or neither")
+    if executor != "ray" and (address is not None or workers is not None):
+        raise ConfigError("--address and --workers are options of the Ray executor", "add --executor ray, or drop them")
+    if address is not None and workers is not None:
+        raise ConfigError("--workers sizes a local Ray cluster, and --address joins an existing one",
+                          "drop --workers (a cluster's size is its own) or --address")
+    run_on = None
+    if executor == "ray":
+        from .gridray import on_ray, preflight
+
+        preflight(grid, address)
+        run_on = functools.partial(on_ray, address=address, workers=workers, threads=threads or 1)
     if endpoints is not None:
         from .config import load_config_file
         from .grid import on_endpoints
@@ -193,7 +214,8 @@ def grid_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
         grid = on_endpoints(grid, load_config_file(endpoints), source=str(endpoints))
     target = _out_path(out)
     assert target is not None
-    summary = run_grid(grid, target, data_dir=data_dir, overwrite=overwrite, notify=_note)
+    summary = run_grid(grid, target, data_dir=data_dir, overwrite=overwrite, notify=_note,
+                       threads=threads if executor != "ray" else None, executor=run_on)
     import pandas as pd
 
     cells = pd.read_parquet(target / "cells.parquet")

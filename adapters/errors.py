@@ -19,3 +19,8 @@ class DataError(SafetyReproError):
 
 class ConfigError(SafetyReproError):
     """A configuration value (benchmark, template, range, file) is invalid."""
+
+
+class ExecutionError(SafetyReproError):
+    """A computation could not finish (e.g. a Ray shard lost past its retries); what was already
+    logged is kept and a rerun resumes from it."""

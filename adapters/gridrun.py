@@ -5,7 +5,8 @@ grid's *unique* model requests: a request several cells make (decoding-independe
 the same generation asked by two cells) is computed once. ``events.jsonl`` (``journal.py``
 format, anchored to the plan hash and this request list) gets one entry per request, in plan
 order: the request body and its SHA-256, the raw response and its SHA-256, the UTC time, the
-model's identity (name, weights SHA-256), library versions and the retry count.
+model's identity (name, weights SHA-256), library versions, the retry count and, for local
+weights, the torch thread count that computed it (a loglikelihood's last bits depend on it).
 
 Requests run in fixed batches computed from the plan (never from what is already done), and a
 sampled generation is seeded from the grid seed and its own content and run on its own, so a run
@@ -18,9 +19,11 @@ Results, computed from the logged responses only (cells x items through the core
 metric, every factor a column), then ``manifest.json`` (SHA-256 of every artefact).
 :func:`verify` re-checks chain, plan prefix, completeness and manifest, read-only.
 
-Sharding later: the request list splits by model (each shard loads one model once) and then by
-batch ranges; each shard can keep its own chained segment and a driver merges segments in plan
-order into the same ``events.jsonl`` (see the README).
+Executors: :func:`open_run` opens (or resumes) the run, an executor computes the remaining
+batches and records each request's entry in plan order, :meth:`OpenRun.finish` writes the
+results. :func:`run_local` computes in this process; ``gridray.on_ray`` splits the remaining
+batches into shards by model and block, runs each as a Ray task with its own chained segment and
+merges the segments in plan order (the same entries, so the same results).
 """
 
 from __future__ import annotations
@@ -294,11 +297,12 @@ def _execute(requests: list[Request], lm: Any, responses: dict[str, Any]) -> tup
         exchanges = lm.exchange([r.context for r in requests], temperature=first.temperature,
                                 max_new_tokens=first.max_new_tokens, seed=first.seed)
         return [e.text for e in exchanges], [{"retries": e.retries, "endpoint": e.observed()} for e in exchanges]
-    # A local model answers or raises: there is nothing to retry.
-    local = [{"retries": 0} for _ in requests]
-    if first.kind == "generate":
-        import torch
+    import torch
 
+    # A local model answers or raises: there is nothing to retry. Its answers' last bits depend on
+    # torch's thread count (reductions split differently), so the log says what computed them.
+    local = [{"retries": 0, "threads": torch.get_num_threads()} for _ in requests]
+    if first.kind == "generate":
         if first.seed is not None:
             torch.manual_seed(first.seed)
         return list(lm.generate([r.context for r in requests], temperature=first.temperature,
@@ -361,13 +365,61 @@ def endpoint_observations(bodies: list[dict[str, Any]]) -> dict[str, dict[str, A
     return found
 
 
-def run_grid(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | None = None, overwrite: bool = False,
-             notify: Callable[[str], None] = print, show_progress: bool = True) -> dict[str, Any]:
-    """Plan, run (or resume) and write the results of a grid into ``out``; the run summary."""
-    from tqdm.auto import tqdm
+def compute_batch(requests: list[Request], lm: Any, responses: dict[str, Any], identity: dict[str, Any],
+                  versions: dict[str, str]) -> list[dict[str, Any]]:
+    """One batch's log entry bodies (request, response, hashes, time, model identity, versions,
+    and what ``_execute`` observed): the same wherever the batch runs, this process or a Ray worker."""
+    results, observed = _execute(requests, lm, responses)
+    return [{"request": request.body(), "request_sha256": request.key,
+             "response": result, "response_sha256": _sha(_canonical(result)),
+             "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+             "model": identity, "versions": versions, **seen}
+            for request, result, seen in zip(requests, results, observed)]
 
-    from .runner import load_model, release_models
 
+@dataclass
+class OpenRun:
+    """A grid run opened for appending: its plan, its log (resumed to whole batches) and the
+    responses logged so far. Executors compute the batches after ``done`` and :meth:`record` each
+    request's entry in plan order; :meth:`finish` writes the results."""
+
+    out: Path
+    frozen: dict[str, Any]
+    grid: GridConfig
+    prepared: GridPlan
+    identities: dict[str, Any]
+    versions: dict[str, str]
+    anchor: str
+    journal: Journal
+    notify: Callable[[str], None]
+    responses: dict[str, Any]
+    logged: list[dict[str, Any]]
+    fingerprints: FingerprintWatch
+
+    @property
+    def done(self) -> int:
+        """Requests logged so far (always whole batches when an executor starts)."""
+        return len(self.logged)
+
+    def record(self, key: str, body: dict[str, Any]) -> None:
+        """Append one request's entry to ``events.jsonl``: the next one of the plan."""
+        name = body["model"]["name"]
+        change = self.fingerprints.observe(name, body)
+        if change is not None:
+            body["fingerprint_change"] = change
+            self.notify(f"{name}: the endpoint's system_fingerprint changed from {change['from']} to "
+                        f"{change['to']} at request {self.done}")
+        self.journal.append(key, body)
+        self.responses[key] = body["response"]
+        self.logged.append(body)
+
+    def finish(self) -> dict[str, Any]:
+        return _write_results(self.out, self.frozen, self.prepared, self.responses, endpoint_observations(self.logged))
+
+
+def open_run(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | None = None, overwrite: bool = False,
+             notify: Callable[[str], None] = print) -> OpenRun | dict[str, Any]:
+    """Plan the grid and open (or resume) its run in ``out``; a finished run's summary instead."""
     frozen = plan(grid)
     out.mkdir(parents=True, exist_ok=True)
     plan_path = out / PLAN
@@ -401,19 +453,29 @@ def run_grid(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
     replace_file(plan_path, (json.dumps(frozen, indent=1) + "\n").encode())
     for note in resumed.notes:
         notify(note)
-    responses: dict[str, Any] = {}
-    fingerprints = FingerprintWatch()
-    logged = list(resumed.bodies)
+    run = OpenRun(out=out, frozen=frozen, grid=grid, prepared=prepared, identities=identities, versions=versions,
+                  anchor=anchor, journal=journal, notify=notify, responses={}, logged=list(resumed.bodies),
+                  fingerprints=FingerprintWatch())
     for key, body in zip(prepared.keys, resumed.bodies):
-        responses[key] = body["response"]
-        fingerprints.observe(body["model"]["name"], body)
+        run.responses[key] = body["response"]
+        run.fingerprints.observe(body["model"]["name"], body)
     if resumed.bodies:
         notify(f"resuming: {len(resumed.bodies)} of {len(prepared.keys)} requests already in {EVENTS}")
-    models = {m.name: m for m in grid.models}
+    return run
+
+
+def run_local(run: OpenRun, show_progress: bool = True) -> None:
+    """Compute the remaining batches in this process, model by model, logging each as it ends."""
+    from tqdm.auto import tqdm
+
+    from .runner import load_model, release_models
+
+    prepared = run.prepared
+    models = {m.name: m for m in run.grid.models}
     loaded = None
-    with tqdm(total=len(prepared.keys), initial=len(resumed.bodies), desc="requests", disable=not show_progress) as bar:
+    with tqdm(total=len(prepared.keys), initial=run.done, desc="requests", disable=not show_progress) as bar:
         for start, stop in prepared.batches:
-            if stop <= len(resumed.bodies):
+            if stop <= run.done:
                 continue
             requests = [prepared.requests[k] for k in prepared.keys[start:stop]]
             name = requests[0].model
@@ -421,23 +483,38 @@ def run_grid(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
                 if loaded is not None:
                     release_models()
                 lm, loaded = load_model(models[name].spec), name
-            results, observed = _execute(requests, lm, responses)
-            for key, request, result, seen in zip(prepared.keys[start:stop], requests, results, observed):
-                responses[key] = result
-                body = {"request": request.body(), "request_sha256": request.key,
-                        "response": result, "response_sha256": _sha(_canonical(result)),
-                        "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
-                        "model": identities[name], "versions": versions, **seen}
-                change = fingerprints.observe(name, seen)
-                if change is not None:
-                    body["fingerprint_change"] = change
-                    notify(f"{name}: the endpoint's system_fingerprint changed from {change['from']} to "
-                           f"{change['to']} at request {len(responses) - 1}")
-                journal.append(key, body)
-                logged.append(body)
+            for key, body in zip(prepared.keys[start:stop],
+                                 compute_batch(requests, lm, run.responses, run.identities[name], run.versions)):
+                run.record(key, body)
             bar.update(stop - start)
-            pause_point(f"after-request-{stop}", out.parent)
-    return _write_results(out, frozen, prepared, responses, endpoint_observations(logged))
+            pause_point(f"after-request-{stop}", run.out.parent)
+
+
+def run_grid(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | None = None, overwrite: bool = False,
+             notify: Callable[[str], None] = print, show_progress: bool = True, threads: int | None = None,
+             executor: Callable[[OpenRun], None] | None = None) -> dict[str, Any]:
+    """Plan, run (or resume) and write the results of a grid into ``out``; the run summary.
+
+    ``executor`` computes the open run's remaining batches (default: :func:`run_local`; the Ray
+    one is ``gridray.on_ray``); ``threads`` pins torch's thread count in this process (response
+    bytes depend on it: a run compared byte for byte with another uses the same count)."""
+    run = open_run(grid, out, data_dir=data_dir, overwrite=overwrite, notify=notify)
+    if isinstance(run, dict):
+        return run
+    if executor is not None:
+        executor(run)
+    elif threads is None:
+        run_local(run, show_progress)
+    else:
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            run_local(run, show_progress)
+        finally:  # a caller in the same process (a test suite) keeps its own setting
+            torch.set_num_threads(before)
+    return run.finish()
 
 
 def cell_records(cr: CellRequests, responses: dict[str, Any]) -> list[Any]:

@@ -137,10 +137,15 @@ class Journal:
 def verify(path: Path, anchor: str, plan: Sequence[str]) -> list[str]:
     """Problems with a journal, read-only: header, hash chain, order against the plan, a torn or
     foreign line. An empty list means it is an intact prefix of the plan."""
-    header = {"format": FORMAT, "anchor": anchor, "plan_sha256": _digest({"plan": list(plan)})}
     if not path.is_file():
         return [f"{path.name} is missing"]
-    raw = path.read_bytes()
+    return verify_bytes(path.read_bytes(), path.name, anchor, plan)
+
+
+def verify_bytes(raw: bytes, name: str, anchor: str, plan: Sequence[str]) -> list[str]:
+    """:func:`verify` on a journal's content (e.g. a segment a Ray worker returned)."""
+    header = {"format": FORMAT, "anchor": anchor, "plan_sha256": _digest({"plan": list(plan)})}
+    path = Path(name)  # only its name is reported
     if not raw:
         return [f"{path.name} is empty (no header)"]
     if not raw.endswith(b"\n"):

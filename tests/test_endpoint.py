@@ -242,7 +242,7 @@ def test_endpoint_configuration_errors(server: dict, tmp_path: Path, monkeypatch
     (tmp_path / "grid.yaml").write_text(yaml.safe_dump(doc))
     for extra, message in ((["--executor", "endpoints", "--endpoints", str(tmp_path / "endpoints.yaml")],
                             "names ['nobody']"),
-                           (["--executor", "endpoints"], "go together"), (["--executor", "ray"], "unknown executor")):
+                           (["--executor", "endpoints"], "go together"), (["--executor", "cluster"], "unknown executor"), (["--executor", "ray"], "is an endpoint")):
         code, text = _main(["grid", str(tmp_path / "grid.yaml"), "--out", str(tmp_path / "e"), *extra])
         assert code == 2 and message in text and "Traceback" not in text, text
 

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 from cli_in_process import cli
+from grid_files import results
 
 from safetyrepro.adapters import build_config, run
 from safetyrepro.adapters.gridrun import verify
@@ -29,12 +30,6 @@ def grid_cli(*args: str, cwd: Path) -> subprocess.Popen:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     return subprocess.Popen([sys.executable, "-m", "safetyrepro.adapters.cli", *args], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def results(folder: Path) -> dict[str, bytes]:
-    """Everything a grid run computes (not the log: its entries carry wall-clock times)."""
-    files = [folder / "cells.parquet", folder / "summary.json", *sorted((folder / "cells").rglob("*.json*"))]
-    return {str(p.relative_to(folder)): p.read_bytes() for p in files}
 
 
 @pytest.fixture(scope="module")
