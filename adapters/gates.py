@@ -32,10 +32,11 @@ it as an artefact of the run.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -303,7 +304,8 @@ def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, s
                 if loaded is not None:
                     release_models()
                 lm, loaded = load_model(specs[requests[0].model]), requests[0].model
-            answers, observed = _execute(requests, lm, logged)
+            with _threads(results.events[batch[0]].get("threads")):
+                answers, observed = _execute(requests, lm, logged)
             for key, answer, seen in zip(batch, answers, observed):
                 journal.append(key, {"request_sha256": key, "response": answer,
                                      "response_sha256": _sha(_canonical(answer)),
@@ -313,6 +315,23 @@ def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, s
                                      **in_flight[requests[0].model]})
             bar.update(b - a)
     return path
+
+
+@contextlib.contextmanager
+def _threads(count: int | None) -> Iterator[None]:
+    """Compute at the thread count the run logged for this batch (a loglikelihood's last bits
+    depend on it: a replay on a machine of more cores would otherwise differ for that reason alone)."""
+    if count is None:  # an endpoint, or a log from before the count was recorded
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _same_anchor(path: Path, anchor: str) -> bool:

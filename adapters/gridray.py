@@ -2,7 +2,8 @@
 
 Shards: the remaining batches (whole batches of the frozen plan, so every request is computed in
 the same batch as on one machine) split by model, then into blocks of consecutive batches sized
-so each task slot gets about two. A shard whose cot x logprob requests need a generation from an
+so each task slot gets about three (by a rough cost: a generation batch counts its token
+budget). A shard whose cot x logprob requests need a generation from an
 earlier shard gets that shard's result as a Ray dependency; generations already logged travel
 with the shard.
 
@@ -77,7 +78,9 @@ class Shard:
 
     @property
     def segment_anchor(self) -> str:
-        return _sha(_canonical({"run": self.run_anchor, "folder": self.folder, "shard": self.keys}))
+        # (threads too: a segment computed at another thread count holds other bytes)
+        return _sha(_canonical({"run": self.run_anchor, "folder": self.folder, "threads": self.threads,
+                                "shard": self.keys}))
 
     def keep(self, done: int) -> int:
         """Of a segment's entries, those of whole batches."""
@@ -229,6 +232,13 @@ def _ray() -> Any:
     return ray
 
 
+def _forwarded_env() -> dict[str, str]:
+    """The driver's variables for its tasks, minus credentials (Ray shows a job's environment in
+    its dashboard and job listings)."""
+    secret = ("TOKEN", "KEY", "SECRET", "PASSWORD")
+    return {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV) and not any(s in k for s in secret)}
+
+
 def connect(address: str | None, workers: int | None, threads: int) -> tuple[int, bool]:
     """Join the cluster at ``address`` or start a local one of ``workers`` task slots; the number of
     slots, and whether this call started Ray (and so shuts it down)."""
@@ -236,20 +246,37 @@ def connect(address: str | None, workers: int | None, threads: int) -> tuple[int
 
     ray = _ray()
     if ray.is_initialized():
-        return max(1, int(ray.cluster_resources().get("CPU", 1) // threads)), False
-    env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV)}
+        return _slots(ray, threads), False
     options: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING,
-                               "runtime_env": {"env_vars": env}}
-    if address is None:
-        ray.init(num_cpus=(workers or 1) * threads, **options)
-        return workers or 1, True
+                               "runtime_env": {"env_vars": _forwarded_env()}}
     try:
+        if address is None:  # "local": a new cluster even where RAY_ADDRESS or `ray start` names another
+            ray.init(address="local", num_cpus=(workers or 1) * threads, **options)
+            return workers or 1, True
         ray.init(address=address, **options)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise ConfigError(f"cannot join the Ray cluster at {address} ({' '.join(str(exc).split())[:200]})",
-                          "start one (`ray start --head`), pass its address, or leave out --address "
-                          "to start a local cluster") from None
-    return max(1, int(ray.cluster_resources().get("CPU", 1) // threads)), True
+    except (ConnectionError, RuntimeError, ValueError, ray.exceptions.RayError) as exc:
+        hint = "" if address in (None, "auto") or os.environ.get("RAY_AUTH_MODE") else (
+            "; a cluster with token authentication (Ray's default) takes an explicit address only with "
+            "RAY_AUTH_MODE=token and its token (~/.ray/auth_token or RAY_AUTH_TOKEN)")
+        raise ConfigError(f"cannot {'start a local Ray cluster' if address is None else f'join the Ray cluster at {address}'}"
+                          f" ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})",
+                          "start one (`ray start --head`), pass its address (or auto on its head node), or leave out "
+                          f"--address to start a local cluster{hint}") from None
+    try:
+        return _slots(ray, threads), True
+    except ConfigError:
+        ray.shutdown()
+        raise
+
+
+def _slots(ray: Any, threads: int) -> int:
+    """Tasks of ``threads`` CPUs the cluster runs at once; a task no node can hold is refused (Ray
+    would wait for such a node forever)."""
+    largest = max((node.get("Resources", {}).get("CPU", 0) for node in ray.nodes() if node.get("Alive")), default=0)
+    if largest < threads:
+        raise ConfigError(f"--threads {threads}: no node of the Ray cluster has {threads} CPUs (the largest has "
+                          f"{largest:g})", f"use --threads {max(1, int(largest))} or less")
+    return sum(int(node.get("Resources", {}).get("CPU", 0) // threads) for node in ray.nodes() if node.get("Alive"))
 
 
 def preflight(grid: GridConfig, address: str | None) -> None:
@@ -339,7 +366,11 @@ def _result(ray: Any, ref: Any, shard: Shard, max_retries: int) -> ShardResult:
         raise ExecutionError(f"shard {shard.index} ({shard.model.name}, {len(shard.keys)} requests) failed on Ray: "
                              f"{type(exc.cause).__name__}: {' '.join(str(exc.cause).split())[:300]}",
                              "fix the cause; rerunning the same command resumes from the merged requests") from None
-    except ray.exceptions.RayError as exc:
+    except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError, ray.exceptions.ObjectLostError) as exc:
         raise ExecutionError(f"shard {shard.index} ({shard.model.name}, {len(shard.keys)} requests) was lost on Ray "
                              f"after {max_retries} retries ({type(exc).__name__})",
                              "rerun the same command: the log keeps every merged request and resumes") from None
+    except ray.exceptions.RayError as exc:
+        raise ExecutionError(f"shard {shard.index} ({shard.model.name}, {len(shard.keys)} requests) failed on Ray "
+                             f"({type(exc).__name__}: {' '.join(str(exc).split())[:300]})",
+                             "fix the cause; rerunning the same command resumes from the merged requests") from None

@@ -51,31 +51,11 @@ def lm():
     return load_model(ModelSpec())
 
 
-def _rule_tally() -> dict | None:
-    module = __import__("sys").modules.get("test_extraction_corpus") or __import__("sys").modules.get(
-        "tests.test_extraction_corpus")
-    return getattr(module, "RULE_TALLY", None)
-
-
-_FROM_WORKERS: dict = {}
-"""Under pytest-xdist (scripts/test.sh): the tally the worker that ran the corpus sent back."""
-
-
-def pytest_sessionfinish(session) -> None:  # noqa: ANN001 - pytest hook
-    tally = _rule_tally()
-    if tally and hasattr(session.config, "workeroutput"):  # an xdist worker: hand it to the controller
-        session.config.workeroutput["rule_tally"] = {rule: {"right": counts["right"], "wrong": counts["wrong"]}
-                                                     for rule, counts in tally.items()}
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node, error) -> None:  # noqa: ANN001 - xdist hook (controller side)
-    _FROM_WORKERS.update(getattr(node, "workeroutput", {}).get("rule_tally", {}))
-
-
 def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 - pytest hook
     """Per-rule precision of the regex readout on the labelled corpus (test_extraction_corpus)."""
-    tally = _rule_tally() or _FROM_WORKERS
+    module = __import__("sys").modules.get("test_extraction_corpus") or __import__("sys").modules.get(
+        "tests.test_extraction_corpus")
+    tally = getattr(module, "RULE_TALLY", None)
     if not tally:
         return
     terminalreporter.section("regex readout: per-rule precision on the held-out labelled corpus")

@@ -88,7 +88,9 @@ def test_a_ray_run_with_a_worker_killed_mid_shard_equals_the_local_run(local: Pa
     (tmp_path / "grid.yaml").write_text(yaml.safe_dump(GRID))
     started = time.time()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "SAFETYREPRO_TEST_PAUSE_AT": "shard-1-after-batch-1", "SAFETYREPRO_TEST_PAUSE_SECONDS": "300"}
+           "SAFETYREPRO_TEST_PAUSE_AT": "shard-1-after-batch-1", "SAFETYREPRO_TEST_PAUSE_SECONDS": "300",
+           # Without --address the run starts its own cluster, whatever RAY_ADDRESS names.
+           "RAY_ADDRESS": "127.0.0.1:9", "HF_TOKEN": "hf_not_forwarded"}
     proc = subprocess.Popen([sys.executable, "-m", "safetyrepro.adapters.cli", "grid", "grid.yaml", "--out", "run",
                              "--executor", "ray", "--workers", "2"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -137,3 +139,14 @@ def test_an_endpoint_model_is_refused_on_ray(tmp_path: Path) -> None:
     done = cli("grid", "grid.yaml", "--out", "run", "--executor", "ray", cwd=tmp_path)
     assert done.returncode == 2 and "is an endpoint" in done.stderr and "--executor endpoints" in done.stderr
     assert not (tmp_path / "run").exists()  # refused before anything was planned or written
+
+
+def test_tasks_get_the_drivers_settings_but_no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    from safetyrepro.adapters.gridray import _forwarded_env
+
+    monkeypatch.setenv("HF_TOKEN", "hf_secret")
+    monkeypatch.setenv("SAFETYREPRO_API_KEY", "sk-secret")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    forwarded = _forwarded_env()
+    assert forwarded["HF_HUB_OFFLINE"] == "1" and "SAFETYREPRO_DATA_DIR" in forwarded
+    assert "HF_TOKEN" not in forwarded and "SAFETYREPRO_API_KEY" not in forwarded
