@@ -32,11 +32,10 @@ it as an artefact of the run.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +48,7 @@ from .errors import ConfigError
 from .grid import CONFIG_KEYS
 from .gridresults import GridResults
 from .gridrun import (GATES_FORMAT, GATES_MARKER, MANIFEST, REPEAT_FOLDER, Request, _canonical, _execute, _sha,
-                      cell_records, identity)
+                      cell_records, identity, pinned_threads)
 from .journal import Journal
 from .records import ItemRecord
 from .stats import goodness
@@ -304,7 +303,7 @@ def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, s
                 if loaded is not None:
                     release_models()
                 lm, loaded = load_model(specs[requests[0].model]), requests[0].model
-            with _threads(results.events[batch[0]].get("threads")):
+            with pinned_threads(results.events[batch[0]].get("threads")):  # as the run computed it
                 answers, observed = _execute(requests, lm, logged)
             for key, answer, seen in zip(batch, answers, observed):
                 journal.append(key, {"request_sha256": key, "response": answer,
@@ -315,23 +314,6 @@ def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, s
                                      **in_flight[requests[0].model]})
             bar.update(b - a)
     return path
-
-
-@contextlib.contextmanager
-def _threads(count: int | None) -> Iterator[None]:
-    """Compute at the thread count the run logged for this batch (a loglikelihood's last bits
-    depend on it: a replay on a machine of more cores would otherwise differ for that reason alone)."""
-    if count is None:  # an endpoint, or a log from before the count was recorded
-        yield
-        return
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _same_anchor(path: Path, anchor: str) -> bool:

@@ -33,7 +33,7 @@ from typing import Any
 from .atomic import pause_point
 from .errors import ConfigError, ExecutionError
 from .grid import GridConfig, GridModel
-from .gridrun import OpenRun, Request, _canonical, _sha, compute_batch, identity
+from .gridrun import OpenRun, Request, _canonical, _sha, compute_batch, identity, whole_batches
 from .journal import Journal, verify_bytes
 
 SEGMENTS = "safetyrepro-segments"
@@ -84,7 +84,7 @@ class Shard:
 
     def keep(self, done: int) -> int:
         """Of a segment's entries, those of whole batches."""
-        return max((stop for _, stop in self.batches if stop <= done), default=0)
+        return whole_batches(self.batches, done)
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,12 @@ merges the segments in plan order (the same entries, so the same results).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,28 @@ class CellRequests:
     """Per item: the key of its generation (regex answer or cot reasoning)."""
     scored: list[list[str]]
     """Per item: the keys of its candidates' loglikelihood requests."""
+
+
+def whole_batches(batches: list[tuple[int, int]], done: int) -> int:
+    """Of ``done`` logged requests, how many complete batches hold (a partly done batch is recomputed)."""
+    return max((stop for _, stop in batches if stop <= done), default=0)
+
+
+@contextlib.contextmanager
+def pinned_threads(count: int | None) -> Iterator[None]:
+    """torch computes with ``count`` threads inside (a loglikelihood's last bits depend on it), and
+    the caller's setting is back afterwards (``None``: left as it is)."""
+    if count is None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 class GridPlan:
@@ -187,7 +210,7 @@ class GridPlan:
 
     def keep(self, done: int) -> int:
         """How many logged requests a resumed run keeps: those of complete batches."""
-        return max((stop for _, stop in self.batches if stop <= done), default=0)
+        return whole_batches(self.batches, done)
 
 
 # ---- running -----------------------------------------------------------------------------------
@@ -503,17 +526,9 @@ def run_grid(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
         return run
     if executor is not None:
         executor(run)
-    elif threads is None:
-        run_local(run, show_progress)
     else:
-        import torch
-
-        before = torch.get_num_threads()
-        torch.set_num_threads(threads)
-        try:
+        with pinned_threads(threads):
             run_local(run, show_progress)
-        finally:  # a caller in the same process (a test suite) keeps its own setting
-            torch.set_num_threads(before)
     return run.finish()
 
 
