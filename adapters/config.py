@@ -54,6 +54,19 @@ class EndpointSpec(BaseModel):
     """Seconds one request may take before it counts as failed (and is retried)."""
     max_retries: int = Field(default=3, ge=0, le=20)
     """Retries of a request after a connection error, HTTP 429 or 5xx (each one logged)."""
+    echo_logprobs: bool = False
+    """The server returns the prompt's token logprobs from ``/v1/completions`` with ``echo`` and
+    ``logprobs`` (vLLM, llama-cpp-python; not OpenAI's current models nor ``transformers serve``):
+    loglikelihood scoring (logprob, symmetric, cot x logprob) then runs on it. Checked with one
+    request when the model is opened."""
+
+    @model_serializer(mode="wrap")
+    def _stable(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out when off, so endpoint configurations hashed before the field existed keep their hash.
+        data = handler(self)
+        if not data.get("echo_logprobs"):
+            data.pop("echo_logprobs", None)
+        return data
 
     @field_validator("mirrors")
     @classmethod
@@ -66,6 +79,8 @@ class EndpointSpec(BaseModel):
     def _url_not_mirrored(self) -> EndpointSpec:
         if self.url in self.mirrors:
             raise ValueError("url is also listed in mirrors")
+        if self.echo_logprobs and self.api != "completions":
+            raise ValueError("echo_logprobs needs api: completions (chat completions cannot echo the prompt)")
         import httpx
 
         for server in self.servers:  # what the client will be given must be a URL it accepts

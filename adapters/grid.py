@@ -282,10 +282,13 @@ def plan(grid: GridConfig) -> dict[str, Any]:
             raise ConfigError(f"scoring {scoring} needs a direct template, and the grid pairs it with {template}",
                               f"add the exclusion {{template: {template}, scoring: {scoring}}} to the grid")
         scorer = _registry.get_scorer(scoring)
-        if model.endpoint is not None and scorer.reads_loglikelihoods:
+        if model.endpoint is not None and scorer.reads_loglikelihoods and not model.endpoint.echo_logprobs:
             raise ConfigError(f"model {model.name} is an endpoint and scoring {scoring} needs loglikelihoods of given "
-                              "continuations, which OpenAI-compatible chat/completions servers do not return",
-                              f"add the exclusion {{model: {model.name}, scoring: {scoring}}} to the grid")
+                              "continuations, which OpenAI-compatible servers return only through completions "
+                              "echo + logprobs",
+                              "set echo_logprobs: true in the model's endpoint if its server returns them (vLLM, "
+                              f"llama-cpp-python), or add the exclusion {{model: {model.name}, scoring: {scoring}}} "
+                              "to the grid")
         # Direct loglikelihood paths do not decode: their cells at any decoding compute the same.
         decodes = not scorer.reads_loglikelihoods or reasoning
         same_as = config if decodes else config.model_copy(update={"decoding": "greedy"})

@@ -320,6 +320,10 @@ def _execute(requests: list[Request], lm: Any, responses: dict[str, Any]) -> tup
         exchanges = lm.exchange([r.context for r in requests], temperature=first.temperature,
                                 max_new_tokens=first.max_new_tokens, seed=first.seed)
         return [e.text for e in exchanges], [{"retries": e.retries, "endpoint": e.observed()} for e in exchanges]
+    if hasattr(lm, "exchange"):  # an endpoint that echoes prompt logprobs
+        scored = lm.exchange_loglikelihood([_pair(r, responses) for r in requests])
+        return [[ll, greedy] for (ll, greedy), _ in scored], [{"retries": e.retries, "endpoint": e.observed()}
+                                                             for _, e in scored]
     import torch
 
     # A local model answers or raises: there is nothing to retry. Its answers' last bits depend on
@@ -330,13 +334,16 @@ def _execute(requests: list[Request], lm: Any, responses: dict[str, Any]) -> tup
             torch.manual_seed(first.seed)
         return list(lm.generate([r.context for r in requests], temperature=first.temperature,
                                 max_new_tokens=first.max_new_tokens, batch_size=len(requests))), local
-    pairs = []
-    for r in requests:
-        context = r.context
-        if r.after is not None:
-            context = logprob_context(r.context, responses[r.after])
-        pairs.append((context, r.continuation or ""))
+    pairs = [_pair(r, responses) for r in requests]
     return [[ll, greedy] for ll, greedy in lm.loglikelihood(pairs, batch_size=len(requests))], local
+
+
+def _pair(request: Request, responses: dict[str, Any]) -> tuple[str, str]:
+    """A loglikelihood request's (context, continuation); a cot one's context holds its reasoning."""
+    context = request.context
+    if request.after is not None:
+        context = logprob_context(request.context, responses[request.after])
+    return context, request.continuation or ""
 
 
 class FingerprintWatch:

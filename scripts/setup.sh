@@ -6,8 +6,17 @@
 # constraints, then crfm-helm with --no-deps (its requirements minus that pin are in
 # requirements/env.in). torch is pinned to the local CPU wheel; PyPI torchvision is kept out
 # because it breaks beside the CPU torch. Idempotent: a second run only checks.
+#
+# --tests: also what the test suite starts as servers on loopback (requirements/llama-server.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+TESTS=0
+for arg in "$@"; do
+  case "$arg" in
+    --tests) TESTS=1 ;;
+    *) echo "error: unknown option $arg -- fix: use scripts/setup.sh [--tests]" >&2; exit 2 ;;
+  esac
+done
 
 PY=${PYTHON:-python3.11}
 command -v "$PY" >/dev/null 2>&1 || PY=python3
@@ -30,4 +39,13 @@ PIP install -q --no-deps -e .
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_VERBOSITY=error
 # Also a pre-quantised NF4 copy, the route by which stock harness loaders get NF4.
 .venv/bin/safetyrepro model prepare --nf4
+if [ "$TESTS" = 1 ] && ! .venv-llama/bin/python -c 'import llama_cpp.server' 2>/dev/null; then
+  # Its own environment: a server the tests talk to over HTTP, with dependencies the product's
+  # constraints need not agree with. GGML_NATIVE=OFF: a wheel pip may cache and reuse on another CPU.
+  "$PY" -m venv .venv-llama
+  .venv-llama/bin/python -m pip install -q --upgrade "pip>=24"
+  CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 \
+    .venv-llama/bin/python -m pip install -q -r requirements/llama-server.txt \
+    2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+fi
 echo "setup done: $(.venv/bin/python --version), $(.venv/bin/python -c 'import torch; print("torch", torch.__version__)')"

@@ -229,7 +229,10 @@ def test_endpoint_configuration_errors(server: dict, tmp_path: Path, monkeypatch
              ({"url": server["url"], "model": "no-such-model"}, "does not serve model 'no-such-model'"),
              ({"url": f"http://127.0.0.1:{_free_port()}/v1", "model": "m"}, "is not reachable"),
              ({"url": server["url"], "mirrors": [f"http://127.0.0.1:{_free_port()}/v1"], "model": server["model"]},
-              "is not reachable")]
+              "is not reachable"),
+             # transformers serve keeps no echo + logprobs: claiming it is refused when the model is opened
+             ({"url": server["url"], "model": server["model"], "echo_logprobs": True},
+              "does not return echoed prompt logprobs")]
     monkeypatch.delenv(KEY_ENV, raising=False)
     for n, (endpoint, message) in enumerate(cases):
         one = {**doc, "models": [{"name": "x", "endpoint": endpoint}], "gates": None, "decodings": ["greedy"]}

@@ -6,11 +6,14 @@ server said about itself -- its raw JSON response, its ``system_fingerprint``, w
 left and when the answer came back (in-flight overlap), and how many retries it took -- and the
 grid logs all of it beside the response (``gridrun``).
 
-Generation only: ``/v1/completions`` with the exact prompt string rendered locally by the
+Generation: ``/v1/completions`` with the exact prompt string rendered locally by the
 configured tokenizer's chat template (the server applies none), or ``/v1/chat/completions`` with
 the messages (the server applies its own). Loglikelihoods of given continuations are not part of
-either API (``echo`` + ``logprobs`` is a vLLM extension, and ``transformers serve`` has neither),
-so the grid refuses loglikelihood scoring on an endpoint when it plans.
+either API as OpenAI serves it today; servers that keep the legacy ``echo`` + ``logprobs`` of
+completions (vLLM, llama-cpp-python) return the prompt's own token logprobs, from which
+:func:`echoed_loglikelihood` reads a candidate's. A model whose endpoint says ``echo_logprobs``
+is scored that way (checked with one request when it is opened); the grid refuses loglikelihood
+scoring on any other endpoint when it plans.
 
 The API key is read from the environment variable the config names, sent as a bearer header,
 and never written anywhere: not in the log, records, cards, reports or error messages.
@@ -75,6 +78,70 @@ class MessagesFormatter:
         return json.dumps(list(messages), ensure_ascii=False, sort_keys=True)
 
 
+ECHO_PROBE = ("Count from one to ten.", "one, two,", " three")
+"""What the open check sends to an ``echo_logprobs`` endpoint, in the grid's prompt form (the
+user's message, the answer so far, the continuation scored): a continuation the model goes on
+from, so that the generated token shows whether the echo is aligned (not logged)."""
+
+
+def echoed_loglikelihood(raw: dict[str, Any], context: str, continuation: str) -> tuple[float, bool]:
+    """(sum of the continuation's token logprobs, whether each of its tokens is the top one) from a
+    completions answer to ``prompt = context + continuation`` with ``echo``, ``logprobs: 1`` and
+    ``max_tokens: 1``.
+
+    Which echoed tokens are the continuation's, in order:
+
+    1. the prompt's tokens are the echo's first ``len(tokens) - usage.completion_tokens``, and the
+       rest must read as the generated text (the answer's text after the prompt): llama-cpp-python
+       shifts every echoed logprob by one token and drops the generated one when the prompt does
+       not begin with the BOS token, and this is where that shows;
+    2. the continuation owns the prompt's last tokens whose text, joined, is exactly the prompt's
+       text after ``context.rstrip()`` -- the core's split (``ChatFormatter.encode_pair`` moves a
+       context's trailing spaces to the continuation, as lm-eval does), by the server's own
+       tokenizer, so no local tokenizer has to agree with it;
+    3. a token across that boundary, or a detokenised text that does not join up to it, is an error:
+       the server's tokens do not separate the continuation, and no number would be its loglikelihood.
+
+    Greedy: the token's logprob is the largest of its ``top_logprobs`` (which hold the top token,
+    and on vLLM and llama-cpp-python the prompt's own token too). Raises ``ValueError`` naming what
+    is missing or does not add up."""
+    tail = (context + continuation)[len(context.rstrip()):]
+    if not tail:
+        raise ValueError("the continuation is empty")
+    try:
+        choice = raw["choices"][0]
+        logprobs = choice["logprobs"]
+        tokens, token_logprobs = list(logprobs["tokens"]), list(logprobs["token_logprobs"])
+        top = list(logprobs.get("top_logprobs") or [None] * len(tokens))
+        generated = int(raw["usage"]["completion_tokens"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        raise ValueError("the answer has no echoed logprobs (choices[0].logprobs.tokens / token_logprobs) or no "
+                         "usage.completion_tokens") from None
+    if not (len(tokens) == len(token_logprobs) == len(top)) or not 0 <= generated <= len(tokens):
+        raise ValueError(f"the echoed logprobs do not add up ({len(tokens)} tokens, {len(token_logprobs)} logprobs, "
+                         f"{generated} generated)")
+    prompt = len(tokens) - generated
+    text = choice.get("text")
+    if isinstance(text, str) and text.startswith(context + continuation):
+        after = text[len(context + continuation):]
+        if "".join(map(str, tokens[prompt:])) != after:
+            raise ValueError(f"the echo's last {generated} token(s) {tokens[prompt:]!r} are not the generated text "
+                             f"{after!r}: its logprobs are not aligned with its tokens")
+    joined, first = "", prompt
+    while first > 0 and len(joined) < len(tail):
+        first -= 1
+        joined = str(tokens[first]) + joined
+    if joined != tail:
+        raise ValueError(f"the server's tokens do not separate the continuation {tail!r} from its context (its last "
+                         f"prompt tokens read {joined[-80:]!r})")
+    owned = range(first, prompt)
+    if any(token_logprobs[i] is None for i in owned):
+        raise ValueError("the server gave no logprob for a token of the continuation (an empty context?)")
+    total = float(sum(float(token_logprobs[i]) for i in owned))
+    greedy = all(top[i] and float(token_logprobs[i]) >= max(float(v) for v in top[i].values()) for i in owned)
+    return total, bool(greedy)
+
+
 def formatter_for(spec: ModelSpec) -> Any:
     """What renders a cell's exact prompt strings for this model: its tokenizer's chat template,
     or, for a chat endpoint, the messages as sent."""
@@ -96,7 +163,8 @@ def max_in_flight(intervals: Sequence[tuple[str, str]]) -> int:
 
 
 class EndpointLanguageModel:
-    """Generation through an OpenAI-compatible server (see the module docstring)."""
+    """Generation, and loglikelihoods where the server echoes them, through an OpenAI-compatible
+    server (see the module docstring)."""
 
     def __init__(self, spec: ModelSpec) -> None:
         import httpx
@@ -162,6 +230,23 @@ class EndpointLanguageModel:
                 if served and self.endpoint.model not in served:
                     raise ConfigError(f"endpoint {server} does not serve model {self.endpoint.model!r} "
                                       f"(it lists {', '.join(map(str, served[:5]))})", "correct endpoint.model")
+        if self.endpoint.echo_logprobs:
+            self._check_echo()
+
+    def _check_echo(self) -> None:
+        """Each server of the pool answers a completions request with echoed prompt logprobs that
+        :func:`echoed_loglikelihood` can read (one request each, not logged)."""
+        message, answer, continuation = ECHO_PROBE
+        context = self.context_for([{"role": "user", "content": message}], message + "\n") + answer
+        for index, server in enumerate(self.endpoint.servers):
+            try:
+                exchange = self._post(self._loglikelihood_body(context, continuation), index, attempts=1)
+                echoed_loglikelihood(exchange.raw, context, continuation)
+            except (ValueError, ConfigError) as exc:
+                reason = exc.what if isinstance(exc, ConfigError) else str(exc)
+                raise ConfigError(f"endpoint {server} does not return echoed prompt logprobs ({reason})",
+                                  "set echo_logprobs: false for this model and exclude its loglikelihood scorings "
+                                  "(logprob, symmetric), or serve it with vLLM or llama-cpp-python") from None
 
     def _body(self, context: str, temperature: float, max_new_tokens: int, seed: int | None) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.endpoint.model, "max_tokens": max_new_tokens,
@@ -174,14 +259,21 @@ class EndpointLanguageModel:
             body["seed"] = seed
         return body
 
-    def _post(self, body: dict[str, Any], first: int = 0) -> Exchange:
+    def _loglikelihood_body(self, context: str, continuation: str) -> dict[str, Any]:
+        """The context and the continuation as one prompt, echoed with each token's logprob and the
+        top one's; one greedy token is generated because some servers read ``max_tokens: 0`` as
+        "no limit" (llama-cpp-python)."""
+        return {"model": self.endpoint.model, "prompt": context + continuation, "max_tokens": 1, "temperature": 0.0,
+                "top_p": 1.0, "stream": False, "echo": True, "logprobs": 1}
+
+    def _post(self, body: dict[str, Any], first: int = 0, attempts: int | None = None) -> Exchange:
         """One request, to server ``first`` of the pool; each retry goes to the next server."""
         import httpx
 
         path = "/chat/completions" if self.endpoint.api == "chat" else "/completions"
         servers = self.endpoint.servers
         failures: list[str] = []
-        for attempt in range(self.endpoint.max_retries + 1):
+        for attempt in range(self.endpoint.max_retries + 1 if attempts is None else attempts):
             if attempt:
                 time.sleep(min(0.5 * 2 ** (attempt - 1), 10.0))
             server = servers[(first + attempt) % len(servers)]
@@ -229,7 +321,27 @@ class EndpointLanguageModel:
         """Each context sent once, to the pool's server its request body hashes to (which server
         answers a request is fixed by the request, not by timing or by where a resume began), up
         to ``concurrency`` in flight per server; answers in the contexts' order."""
-        bodies = [self._body(c, temperature, max_new_tokens, seed) for c in contexts]
+        return self._send([self._body(c, temperature, max_new_tokens, seed) for c in contexts])
+
+    def exchange_loglikelihood(self, requests: Sequence[tuple[str, str]]) -> list[tuple[tuple[float, bool], Exchange]]:
+        """Each (context, continuation) scored by the server's echo (as :meth:`exchange` sends them):
+        ((loglikelihood, greedy), the exchange) in the requests' order."""
+        if not self.endpoint.echo_logprobs:
+            raise ConfigError(f"endpoint {self.endpoint.url} cannot score given continuations unless it echoes prompt "
+                              "logprobs", "set echo_logprobs: true for a vLLM or llama-cpp-python server, or use "
+                              "scoring regex with this endpoint")
+        exchanges = self._send([self._loglikelihood_body(c, k) for c, k in requests])
+        scored = []
+        for (context, continuation), exchange in zip(requests, exchanges):
+            try:
+                scored.append((echoed_loglikelihood(exchange.raw, context, continuation), exchange))
+            except ValueError as exc:
+                raise ConfigError(f"endpoint {exchange.server}: cannot read the loglikelihood of {continuation!r} "
+                                  f"({exc})", "exclude loglikelihood scorings for this model (or report the "
+                                  "server's echo format to us)") from None
+        return scored
+
+    def _send(self, bodies: list[dict[str, Any]]) -> list[Exchange]:
         servers = len(self.endpoint.servers)
         first = [int(hashlib.sha256(json.dumps(b, sort_keys=True).encode()).hexdigest()[:8], 16) % servers
                  for b in bodies]
@@ -251,5 +363,9 @@ class EndpointLanguageModel:
 
     def loglikelihood(self, requests: Sequence[tuple[str, str]], *, batch_size: int,
                       progress: Callable[[int], None] | None = None) -> list[tuple[float, bool]]:
-        raise ConfigError(f"endpoint {self.endpoint.url} cannot score given continuations (OpenAI-compatible "
-                          "chat/completions return no loglikelihoods of them)", "use scoring regex with an endpoint")
+        results: list[tuple[float, bool]] = []
+        for start in range(0, len(requests), batch_size):
+            results += [scored for scored, _ in self.exchange_loglikelihood(requests[start:start + batch_size])]
+            if progress is not None:
+                progress(min(batch_size, len(requests) - start))
+        return results
