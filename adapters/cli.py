@@ -175,7 +175,7 @@ def grid_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
                                                         "--endpoints).")] = "local",
              endpoints: Annotated[Optional[Path], typer.Option(help="With --executor endpoints: a YAML mapping of grid "
                                                                     "model names to endpoint specs (url, mirrors, model, "
-                                                                    "api, identity, concurrency, api_key_env).")] = None,
+                                                                    "api, identity, concurrency, api_key_env, echo_logprobs).")] = None,
              address: Annotated[Optional[str], typer.Option(help="With --executor ray: the cluster to join ('auto': the "
                                                                  "one `ray start` made here); none: start a local one.")] = None,
              workers: Annotated[Optional[int], typer.Option(min=1, help="With --executor ray and no --address: task slots "

@@ -39,11 +39,12 @@ PIP install -q --no-deps -e .
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_VERBOSITY=error
 # Also a pre-quantised NF4 copy, the route by which stock harness loaders get NF4.
 .venv/bin/safetyrepro model prepare --nf4
-if [ "$TESTS" = 1 ] && ! .venv-llama/bin/python -c 'import llama_cpp.server' 2>/dev/null; then
+if [ "$TESTS" = 1 ]; then
   # Its own environment: a server the tests talk to over HTTP, with dependencies the product's
   # constraints need not agree with. GGML_NATIVE=OFF: a wheel pip may cache and reuse on another CPU.
-  "$PY" -m venv .venv-llama
-  .venv-llama/bin/python -m pip install -q --upgrade "pip>=24"
+  # A half-built environment (interrupted) is made again; an installed one only checks its pins.
+  .venv-llama/bin/python -c 'import sys' 2>/dev/null || "$PY" -m venv --clear .venv-llama
+  .venv-llama/bin/python -m pip install -q --upgrade "pip>=24" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
   CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 \
     .venv-llama/bin/python -m pip install -q -r requirements/llama-server.txt \
     2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)

@@ -91,10 +91,12 @@ def echoed_loglikelihood(raw: dict[str, Any], context: str, continuation: str) -
 
     Which echoed tokens are the continuation's, in order:
 
-    1. the prompt's tokens are the echo's first ``len(tokens) - usage.completion_tokens``, and the
-       rest must read as the generated text (the answer's text after the prompt): llama-cpp-python
-       shifts every echoed logprob by one token and drops the generated one when the prompt does
-       not begin with the BOS token, and this is where that shows;
+    1. the answer's text must begin with the prompt (an echo), and the prompt's tokens are the
+       echo's first ``len(tokens) - usage.completion_tokens``; where the server generated visible
+       text, the remaining tokens must read as that text: llama-cpp-python shifts every echoed
+       logprob by one token and drops the generated one when the prompt does not begin with the
+       BOS token, and this is where that shows (a generated EOS, listed by vLLM as its token but
+       absent from the text, leaves nothing to compare);
     2. the continuation owns the prompt's last tokens whose text, joined, is exactly the prompt's
        text after ``context.rstrip()`` -- the core's split (``ChatFormatter.encode_pair`` moves a
        context's trailing spaces to the continuation, as lm-eval does), by the server's own
@@ -102,44 +104,54 @@ def echoed_loglikelihood(raw: dict[str, Any], context: str, continuation: str) -
     3. a token across that boundary, or a detokenised text that does not join up to it, is an error:
        the server's tokens do not separate the continuation, and no number would be its loglikelihood.
 
-    Greedy: the token's logprob is the largest of its ``top_logprobs`` (which hold the top token,
-    and on vLLM and llama-cpp-python the prompt's own token too). Raises ``ValueError`` naming what
-    is missing or does not add up."""
-    tail = (context + continuation)[len(context.rstrip()):]
+    Greedy: the token's logprob is the largest of its ``top_logprobs`` entry (a ``{token: logprob}``
+    holding the position's top token, and on vLLM and llama-cpp-python the prompt's own token too).
+    Raises ``ValueError`` naming what is missing or does not add up."""
+    prompt_text = context + continuation
+    tail = prompt_text[len(context.rstrip()):]
     if not tail:
         raise ValueError("the continuation is empty")
     try:
         choice = raw["choices"][0]
-        logprobs = choice["logprobs"]
-        tokens, token_logprobs = list(logprobs["tokens"]), list(logprobs["token_logprobs"])
-        top = list(logprobs.get("top_logprobs") or [None] * len(tokens))
+        text, logprobs = choice["text"], choice["logprobs"]
+        tokens, token_logprobs, top = list(logprobs["tokens"]), list(logprobs["token_logprobs"]), list(logprobs["top_logprobs"])
         generated = int(raw["usage"]["completion_tokens"])
-    except (KeyError, IndexError, TypeError, ValueError):
-        raise ValueError("the answer has no echoed logprobs (choices[0].logprobs.tokens / token_logprobs) or no "
-                         "usage.completion_tokens") from None
+        assert isinstance(text, str) and all(isinstance(t, str) for t in tokens)
+        assert all(entry is None or isinstance(entry, dict) for entry in top)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, AssertionError):
+        raise ValueError("the answer has no echoed logprobs in the completions form (choices[0].text, choices[0]."
+                         "logprobs.tokens / token_logprobs / top_logprobs as {token: logprob}, usage."
+                         "completion_tokens)") from None
     if not (len(tokens) == len(token_logprobs) == len(top)) or not 0 <= generated <= len(tokens):
         raise ValueError(f"the echoed logprobs do not add up ({len(tokens)} tokens, {len(token_logprobs)} logprobs, "
-                         f"{generated} generated)")
+                         f"{len(top)} top entries, {generated} generated)")
+    if not text.startswith(prompt_text):
+        raise ValueError("the answer's text does not begin with the prompt (the server did not echo it)")
     prompt = len(tokens) - generated
-    text = choice.get("text")
-    if isinstance(text, str) and text.startswith(context + continuation):
-        after = text[len(context + continuation):]
-        if "".join(map(str, tokens[prompt:])) != after:
-            raise ValueError(f"the echo's last {generated} token(s) {tokens[prompt:]!r} are not the generated text "
-                             f"{after!r}: its logprobs are not aligned with its tokens")
+    after = text[len(prompt_text):]
+    if after and "".join(tokens[prompt:]) != after:
+        raise ValueError(f"the echo's last {generated} token(s) {tokens[prompt:]!r} are not the generated text "
+                         f"{after!r}: its logprobs are not aligned with its tokens")
     joined, first = "", prompt
     while first > 0 and len(joined) < len(tail):
         first -= 1
-        joined = str(tokens[first]) + joined
+        joined = tokens[first] + joined
     if joined != tail:
         raise ValueError(f"the server's tokens do not separate the continuation {tail!r} from its context (its last "
                          f"prompt tokens read {joined[-80:]!r})")
     owned = range(first, prompt)
-    if any(token_logprobs[i] is None for i in owned):
+    if any(token_logprobs[i] is None or not top[i] for i in owned):
         raise ValueError("the server gave no logprob for a token of the continuation (an empty context?)")
-    total = float(sum(float(token_logprobs[i]) for i in owned))
-    greedy = all(top[i] and float(token_logprobs[i]) >= max(float(v) for v in top[i].values()) for i in owned)
+    try:
+        total = float(sum(float(token_logprobs[i]) for i in owned))
+        greedy = all(float(token_logprobs[i]) >= max(float(v) for v in top[i].values()) for i in owned)
+    except (TypeError, ValueError):
+        raise ValueError("the echoed logprobs are not numbers") from None
     return total, bool(greedy)
+
+
+class Rejected(ConfigError):
+    """The server answered a request with a non-retryable HTTP error (it refuses what was asked)."""
 
 
 def formatter_for(spec: ModelSpec) -> Any:
@@ -235,15 +247,20 @@ class EndpointLanguageModel:
 
     def _check_echo(self) -> None:
         """Each server of the pool answers a completions request with echoed prompt logprobs that
-        :func:`echoed_loglikelihood` can read (one request each, not logged)."""
+        :func:`echoed_loglikelihood` can read, and top logprobs that name other tokens than the
+        prompt's (else greedy could not be told); one request each, not logged."""
         message, answer, continuation = ECHO_PROBE
         context = self.context_for([{"role": "user", "content": message}], message + "\n") + answer
         for index, server in enumerate(self.endpoint.servers):
             try:
-                exchange = self._post(self._loglikelihood_body(context, continuation), index, attempts=1)
+                exchange = self._post(self._loglikelihood_body(context, continuation), index)
                 echoed_loglikelihood(exchange.raw, context, continuation)
-            except (ValueError, ConfigError) as exc:
-                reason = exc.what if isinstance(exc, ConfigError) else str(exc)
+                logprobs = exchange.raw["choices"][0]["logprobs"]
+                if not any(entry and set(entry) - {token} for token, entry in zip(logprobs["tokens"],
+                                                                                  logprobs["top_logprobs"])):
+                    raise ValueError("its top_logprobs name only the prompt's own tokens")
+            except (ValueError, Rejected) as exc:
+                reason = exc.what if isinstance(exc, Rejected) else str(exc)
                 raise ConfigError(f"endpoint {server} does not return echoed prompt logprobs ({reason})",
                                   "set echo_logprobs: false for this model and exclude its loglikelihood scorings "
                                   "(logprob, symmetric), or serve it with vLLM or llama-cpp-python") from None
@@ -266,14 +283,14 @@ class EndpointLanguageModel:
         return {"model": self.endpoint.model, "prompt": context + continuation, "max_tokens": 1, "temperature": 0.0,
                 "top_p": 1.0, "stream": False, "echo": True, "logprobs": 1}
 
-    def _post(self, body: dict[str, Any], first: int = 0, attempts: int | None = None) -> Exchange:
+    def _post(self, body: dict[str, Any], first: int = 0) -> Exchange:
         """One request, to server ``first`` of the pool; each retry goes to the next server."""
         import httpx
 
         path = "/chat/completions" if self.endpoint.api == "chat" else "/completions"
         servers = self.endpoint.servers
         failures: list[str] = []
-        for attempt in range(self.endpoint.max_retries + 1 if attempts is None else attempts):
+        for attempt in range(self.endpoint.max_retries + 1):
             if attempt:
                 time.sleep(min(0.5 * 2 ** (attempt - 1), 10.0))
             server = servers[(first + attempt) % len(servers)]
@@ -293,7 +310,7 @@ class EndpointLanguageModel:
             answer = self._scrub(reply.text)
             if reply.status_code != 200:
                 detail = " ".join(answer.split())[:300]
-                raise ConfigError(f"endpoint {url} rejected the request (HTTP {reply.status_code}: {detail})",
+                raise Rejected(f"endpoint {url} rejected the request (HTTP {reply.status_code}: {detail})",
                                   "check endpoint.model and endpoint.api against what the server offers")
             try:
                 raw = json.loads(answer)
