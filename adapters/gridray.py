@@ -47,7 +47,7 @@ a task, and a model load only where the worker has not loaded that model yet."""
 
 def batch_cost(requests: list[Request]) -> int:
     """A batch's rough cost in forward passes: a generation batch one per new token, a
-    loglikelihood batch one (what sizes shards evenly: sampled generations run one at a time)."""
+    loglikelihood batch one (what sizes shards evenly enough; shards are several per slot)."""
     return max(1, requests[0].max_new_tokens) if requests[0].kind == "generate" else 1
 
 

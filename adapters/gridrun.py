@@ -91,9 +91,10 @@ class Request:
         return _sha(_canonical(self.body()))
 
     def compatible(self, other: Request) -> bool:
-        """Batched together: same kind and decoding; sampled generations and dependent requests
-        run on their own."""
-        return (self.kind == other.kind and self.temperature == other.temperature == 0.0
+        """Batched together: same kind; generations with the same budget, greedy with greedy and
+        sampled with sampled (each sampled row has its own temperature and seed); dependent
+        requests run on their own."""
+        return (self.kind == other.kind and (self.temperature == 0.0) == (other.temperature == 0.0)
                 and self.max_new_tokens == other.max_new_tokens and self.after is None and other.after is None)
 
 
@@ -316,9 +317,9 @@ def _execute(requests: list[Request], lm: Any, responses: dict[str, Any]) -> tup
     """One batch through the model (the core's LanguageModel): the responses, and per request
     what the log keeps besides (retries; an endpoint's raw answer and fingerprint)."""
     first = requests[0]
-    if first.kind == "generate" and hasattr(lm, "exchange"):  # an endpoint: the seed travels in the request
-        exchanges = lm.exchange([r.context for r in requests], temperature=first.temperature,
-                                max_new_tokens=first.max_new_tokens, seed=first.seed)
+    if first.kind == "generate" and hasattr(lm, "exchange"):  # an endpoint: each seed travels in its request
+        exchanges = lm.exchange([r.context for r in requests], temperature=[r.temperature for r in requests],
+                                max_new_tokens=first.max_new_tokens, seed=[r.seed for r in requests])
         return [e.text for e in exchanges], [{"retries": e.retries, "endpoint": e.observed()} for e in exchanges]
     if hasattr(lm, "exchange"):  # an endpoint that echoes prompt logprobs
         scored = lm.exchange_loglikelihood([_pair(r, responses) for r in requests])
@@ -330,12 +331,24 @@ def _execute(requests: list[Request], lm: Any, responses: dict[str, Any]) -> tup
     # torch's thread count (reductions split differently), so the log says what computed them.
     local = [{"retries": 0, "threads": torch.get_num_threads()} for _ in requests]
     if first.kind == "generate":
-        if first.seed is not None:
-            torch.manual_seed(first.seed)
-        return list(lm.generate([r.context for r in requests], temperature=first.temperature,
-                                max_new_tokens=first.max_new_tokens, batch_size=len(requests))), local
+        contexts = [r.context for r in requests]
+        if hasattr(lm, "decode"):  # shared context states; each sampled row from its own seeded generator
+            return list(lm.decode(contexts, temperatures=[r.temperature for r in requests],
+                                  seeds=[r.seed for r in requests], max_new_tokens=first.max_new_tokens)), local
+        if first.temperature == 0.0:
+            return list(lm.generate(contexts, temperature=0.0, max_new_tokens=first.max_new_tokens,
+                                    batch_size=len(requests))), local
+        texts = []  # a LanguageModel without per-row sampling: one request at a time, each seeded
+        for r in requests:
+            torch.manual_seed(r.seed or 0)
+            texts += lm.generate([r.context], temperature=r.temperature, max_new_tokens=r.max_new_tokens, batch_size=1)
+        return texts, local
     pairs = [_pair(r, responses) for r in requests]
-    return [[ll, greedy] for ll, greedy in lm.loglikelihood(pairs, batch_size=len(requests))], local
+    if hasattr(lm, "loglikelihood_states"):  # cot: extended from its generation's context state
+        scored = lm.loglikelihood_states(pairs, [r.context if r.after else None for r in requests])
+    else:
+        scored = lm.loglikelihood(pairs, batch_size=len(requests))
+    return [[ll, greedy] for ll, greedy in scored], local
 
 
 def _pair(request: Request, responses: dict[str, Any]) -> tuple[str, str]:

@@ -82,9 +82,16 @@ def benchmark_blocks(path: str) -> dict[str, str]:
     return {b: str(data[b]) for b in REQUIRED_BLOCKS}
 
 
+@functools.lru_cache(maxsize=4096)
+def _compiled(source: str) -> jinja2.Template:
+    """A template source compiled once per process: a grid renders the same few blocks for every
+    item of every cell, and compiling dominated its planning."""
+    return _ENV.from_string(source)
+
+
 def _render(source: str, context: dict[str, Any], what: str) -> str:
     try:
-        return _ENV.from_string(source).render(**context).strip()
+        return _compiled(source).render(**context).strip()
     except jinja2.TemplateError as exc:
         raise ConfigError(f"template {what} failed to render ({exc})",
                           "use only the variables fields, choices, options, labels") from None

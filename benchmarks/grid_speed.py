@@ -7,7 +7,8 @@ Runs the same grid three ways on the same model and items and prints ratios:
     and the time is scaled to all cells (said in the output);
 (b) ``safetyrepro grid`` in a fresh process (one model load, each unique request once);
 (c) a lower bound: the grid's unique requests only, in this process with the model loaded,
-    loglikelihoods in one length-sorted batched call, greedy generations batched.
+    through the same compute (shared context states, generations batched by budget and
+    decoding kind) without planning, logging or results: what (b) costs beyond the model's work.
 
 Targets (issue 11): (a)/(b) >= 10 and (c)/(b) >= 0.7.
 
@@ -67,24 +68,19 @@ def main() -> None:
     lm = load_model(grid.models[0].spec)
     requests = [prepared.requests[k] for k in prepared.keys]
     started = time.perf_counter()
-    import torch
-
     outputs: dict[str, str] = {}
-    greedy = [(k, r) for k, r in zip(prepared.keys, requests) if r.kind == "generate" and r.temperature == 0]
-    for budget in sorted({r.max_new_tokens for _, r in greedy}):
-        group = [(k, r) for k, r in greedy if r.max_new_tokens == budget]
-        texts = lm.generate([r.context for _, r in group], temperature=0.0, max_new_tokens=budget,
-                            batch_size=grid.batch_size)
-        outputs.update({k: t for (k, _), t in zip(group, texts)})
-    for k, r in zip(prepared.keys, requests):
-        if r.kind == "generate" and r.temperature > 0:
-            torch.manual_seed(r.seed or 0)
-            outputs[k] = lm.generate([r.context], temperature=r.temperature, max_new_tokens=r.max_new_tokens,
-                                     batch_size=1)[0]
-    pairs = [(logprob_context(r.context, outputs[r.after]) if r.after else r.context, r.continuation or "")
-             for r in requests if r.kind == "loglikelihood"]
-    pairs.sort(key=lambda p: len(p[0]) + len(p[1]))
-    lm.loglikelihood(pairs, batch_size=grid.batch_size)
+    generations = [(k, r) for k, r in zip(prepared.keys, requests) if r.kind == "generate"]
+    for budget in sorted({r.max_new_tokens for _, r in generations}):
+        for sampled in (False, True):
+            group = [(k, r) for k, r in generations if r.max_new_tokens == budget and (r.temperature > 0) == sampled]
+            for start in range(0, len(group), grid.batch_size):
+                chunk = group[start:start + grid.batch_size]
+                texts = lm.decode([r.context for _, r in chunk], temperatures=[r.temperature for _, r in chunk],
+                                  seeds=[r.seed for _, r in chunk], max_new_tokens=budget)
+                outputs.update({k: t for (k, _), t in zip(chunk, texts)})
+    scored = [r for r in requests if r.kind == "loglikelihood"]
+    lm.loglikelihood_states([(logprob_context(r.context, outputs[r.after]) if r.after else r.context,
+                              r.continuation or "") for r in scored], [r.context if r.after else None for r in scored])
     c = time.perf_counter() - started
 
     # (a) one lm_eval CLI call per cell

@@ -333,12 +333,14 @@ class EndpointLanguageModel:
     def context_for(self, messages: Sequence[dict[str, str]], text: str) -> str:
         return self.formatter.context_for(messages, text)
 
-    def exchange(self, contexts: Sequence[str], *, temperature: float, max_new_tokens: int,
-                 seed: int | None = None) -> list[Exchange]:
+    def exchange(self, contexts: Sequence[str], *, temperature: float | Sequence[float], max_new_tokens: int,
+                 seed: int | None | Sequence[int | None] = None) -> list[Exchange]:
         """Each context sent once, to the pool's server its request body hashes to (which server
         answers a request is fixed by the request, not by timing or by where a resume began), up
         to ``concurrency`` in flight per server; answers in the contexts' order."""
-        return self._send([self._body(c, temperature, max_new_tokens, seed) for c in contexts])
+        temperatures = [temperature] * len(contexts) if isinstance(temperature, (int, float)) else list(temperature)
+        seeds = list(seed) if isinstance(seed, Sequence) else [seed] * len(contexts)
+        return self._send([self._body(c, t, max_new_tokens, s) for c, t, s in zip(contexts, temperatures, seeds)])
 
     def exchange_loglikelihood(self, requests: Sequence[tuple[str, str]]) -> list[tuple[tuple[float, bool], Exchange]]:
         """Each (context, continuation) scored by the server's echo (as :meth:`exchange` sends them):

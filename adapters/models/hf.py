@@ -187,6 +187,82 @@ class HFLanguageModel:
                 progress(len(batch))
         return outputs
 
+    def decode(self, contexts: Sequence[str], *, temperatures: Sequence[float], seeds: Sequence[int | None],
+               max_new_tokens: int) -> list[str]:
+        """The grid's generation: one batch, each row at its own temperature (argmax at 0, else
+        pure temperature sampling from its own generator, seeded), stopping at EOS, on context
+        states shared across requests (:mod:`.prefix`). A row's tokens depend on its context, seed
+        and batch only -- not on what ran before -- so a resumed run computes the same bits.
+
+        Where the shared states do not apply (a generation config that adds logits processors, a
+        cache that is not per-layer key/value, a context at the length limit) it is ``generate``:
+        the batch at once when greedy, else one row at a time, each seeded."""
+        import torch
+
+        from . import prefix
+
+        rows = [self.encode(c) for c in contexts]
+        states = self._state_cache()
+        if states and all(rows) and max(map(len, rows)) + max_new_tokens <= self.max_length:
+            try:
+                tokens = prefix.decode(states, rows, temperatures=temperatures, seeds=seeds,
+                                       max_new_tokens=max_new_tokens, eos=self.tokenizer.eos_token_id,
+                                       pad=self.tokenizer.pad_token_id)
+                return self.tokenizer.batch_decode(tokens, skip_special_tokens=True)
+            except prefix.Unsupported:
+                self._states = False
+        if all(t == 0 for t in temperatures):
+            return self.generate(contexts, temperature=0.0, max_new_tokens=max_new_tokens, batch_size=len(contexts))
+        outputs = []
+        for context, temperature, seed in zip(contexts, temperatures, seeds):
+            torch.manual_seed(seed or 0)
+            outputs += self.generate([context], temperature=temperature, max_new_tokens=max_new_tokens, batch_size=1)
+        return outputs
+
+    def loglikelihood_states(self, requests: Sequence[tuple[str, str]],
+                             bases: Sequence[str | None]) -> list[tuple[float, bool]]:
+        """The grid's loglikelihoods, on shared context states (:mod:`.prefix`): each request on
+        its own (no padding), a context whose ``base`` (cot: its generation's context) is a
+        token prefix of it extended from that base's state. Falls back to :meth:`loglikelihood`
+        where the states do not apply."""
+        from . import prefix
+
+        states = self._state_cache()
+        results: list[tuple[float, bool]] = []
+        for (context, continuation), base in zip(requests, bases):
+            context_ids, continuation_ids = self.formatter.encode_pair(context, continuation)
+            if not continuation_ids:
+                raise ConfigError(f"candidate {continuation!r} encodes to no tokens", "use a non-empty candidate")
+            if states and context_ids and len(context_ids) + len(continuation_ids) <= self.max_length:
+                try:
+                    results.append(prefix.loglikelihood(states, context_ids, continuation_ids,
+                                                        self.encode(base) if base else None))
+                    continue
+                except prefix.Unsupported:
+                    self._states = states = False
+            results += self.loglikelihood([(context, continuation)], batch_size=1)
+        return results
+
+    def _state_cache(self) -> Any:
+        """The model's shared context states, or ``False`` where they do not apply."""
+        if getattr(self, "_states", None) is None:
+            from .prefix import StateCache
+
+            self._states = StateCache(self.model) if self._plain_sampling() else False
+        return self._states
+
+    def _plain_sampling(self) -> bool:
+        """Whether the model's generation config leaves decoding to the temperature alone."""
+        config = self.model.generation_config
+        neutral = {"repetition_penalty": (None, 1.0), "encoder_repetition_penalty": (None, 1.0),
+                   "no_repeat_ngram_size": (None, 0), "bad_words_ids": (None,), "suppress_tokens": (None,),
+                   "begin_suppress_tokens": (None,), "min_new_tokens": (None, 0), "min_length": (None, 0),
+                   "typical_p": (None, 1.0), "epsilon_cutoff": (None, 0.0), "eta_cutoff": (None, 0.0),
+                   "min_p": (None, 0.0), "forced_bos_token_id": (None,), "forced_eos_token_id": (None,),
+                   "sequence_bias": (None,), "renormalize_logits": (None, False), "exponential_decay_length_penalty":
+                   (None,)}
+        return all(getattr(config, name, None) in allowed for name, allowed in neutral.items())
+
     # ---- loglikelihood -------------------------------------------------------------------
     def loglikelihood(
         self,

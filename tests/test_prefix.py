@@ -1,0 +1,96 @@
+"""The grid's compute engine on shared context states (adapters/models/prefix.py), on the real
+embedded model and real cell prompts: it computes what ``generate`` / ``loglikelihood`` compute,
+and a request's bits do not depend on what the cache held (what resume after kill -9 relies on)."""
+
+from __future__ import annotations
+
+import pytest
+
+from safetyrepro.adapters import build_config
+from safetyrepro.adapters.cell import prepare_cell
+from safetyrepro.adapters.gridrun import logprob_context
+from safetyrepro.adapters.models.prefix import StateCache
+
+
+@pytest.fixture(scope="module")
+def contexts(lm, data_dir) -> list[str]:
+    """Real prompts of different lengths (0- and 3-shot ToxiGen and XSTest)."""
+    found = []
+    for benchmark, fewshot in (("toxigen", 0), ("xstest", 0), ("toxigen", 3)):
+        cell = prepare_cell(build_config({"benchmark": benchmark, "fewshot": fewshot, "limit": 2}),
+                            data_dir=data_dir, formatter=lm.formatter)
+        found += [c.context for c in cell.items]
+    return found
+
+
+@pytest.fixture
+def fresh(lm):
+    """The shared model with an empty state cache (and its own again afterwards)."""
+    saved = getattr(lm, "_states", None)
+    lm._states = None
+    yield lm
+    lm._states = saved
+
+
+def test_greedy_decoding_is_what_generate_answers(fresh, contexts: list[str]) -> None:
+    decoded = fresh.decode(contexts, temperatures=[0.0] * len(contexts), seeds=[None] * len(contexts),
+                           max_new_tokens=12)
+    one_by_one = [fresh.generate([c], temperature=0.0, max_new_tokens=12, batch_size=1)[0] for c in contexts]
+    assert decoded == one_by_one
+    assert len(set(decoded)) > 1
+
+
+def test_a_sampled_row_answers_the_same_alone_or_in_a_batch(fresh, contexts: list[str]) -> None:
+    temperatures = [0.7, 0.3] * (len(contexts) // 2)
+    seeds = list(range(101, 101 + len(contexts)))
+    together = fresh.decode(contexts, temperatures=temperatures, seeds=seeds, max_new_tokens=10)
+    fresh._states = None
+    alone = [fresh.decode([c], temperatures=[t], seeds=[s], max_new_tokens=10)[0]
+             for c, t, s in zip(contexts, temperatures, seeds)]
+    assert together == alone
+    other = fresh.decode(contexts, temperatures=[0.7] * len(contexts), seeds=[s + 1 for s in seeds],
+                         max_new_tokens=10)
+    assert other != fresh.decode(contexts, temperatures=[0.7] * len(contexts), seeds=seeds, max_new_tokens=10)
+
+
+def test_loglikelihoods_agree_with_the_padded_batch_and_do_not_depend_on_the_cache(fresh, contexts: list[str]) -> None:
+    pairs = [(logprob_context(c), candidate) for c in contexts for candidate in (" Yes", " No", " It depends")]
+    states = fresh.loglikelihood_states(pairs, [None] * len(pairs))
+    batched = fresh.loglikelihood(pairs, batch_size=8)
+    assert max(abs(a[0] - b[0]) for a, b in zip(states, batched)) < 1e-4  # fp32 padding noise, ~1e-5
+    assert [a[1] for a in states] == [b[1] for b in batched]
+    # cot: the context is its generation's context and the reasoning; computed from the
+    # generation's state, the same bits with the cache warm (as in a run) or empty (as after a kill)
+    reasoning = fresh.decode(contexts, temperatures=[0.0] * len(contexts), seeds=[None] * len(contexts),
+                             max_new_tokens=8)
+    cot = [(logprob_context(c, r), " Yes") for c, r in zip(contexts, reasoning)]
+    warm = fresh.loglikelihood_states(cot, contexts)
+    fresh._states = None
+    cold = fresh.loglikelihood_states(cot, contexts)
+    assert warm == cold
+    assert max(abs(a[0] - b[0]) for a, b in zip(warm, fresh.loglikelihood(cot, batch_size=1))) < 1e-4
+
+
+def test_the_state_cache_keeps_to_its_budget(lm, contexts: list[str]) -> None:
+    ids = [lm.encode(c) for c in contexts]
+    one = StateCache(lm.model, budget_mb=1024).get(ids[0]).nbytes
+    cache = StateCache(lm.model, budget_mb=max(1, (3 * one) // 2**20))
+    for row in ids:
+        cache.get(row)
+        assert cache._bytes <= cache.budget and cache._bytes == sum(s.nbytes for s in cache._states.values())
+    assert 1 <= len(cache._states) < len(ids)
+    nothing = StateCache(lm.model, budget_mb=0)
+    assert nothing.get(ids[0]).ids == tuple(ids[0]) and not nothing._states
+
+
+def test_a_generation_config_with_processors_decodes_through_generate(fresh, contexts: list[str]) -> None:
+    config = fresh.model.generation_config
+    before = config.repetition_penalty
+    config.repetition_penalty = 1.5
+    try:
+        assert fresh._state_cache() is False
+        decoded = fresh.decode(contexts[:2], temperatures=[0.0, 0.0], seeds=[None, None], max_new_tokens=12)
+        assert decoded == fresh.generate(contexts[:2], temperature=0.0, max_new_tokens=12, batch_size=2)
+    finally:
+        config.repetition_penalty = before
+        fresh._states = None
