@@ -40,7 +40,7 @@ _PARSED: dict[tuple[type, tuple[tuple[str, str, int, int], ...]], tuple[Item, ..
 def _parsed(bench: Benchmark, files: tuple[tuple[str, str, int, int], ...]) -> tuple[Item, ...]:
     key = (type(bench), files)
     if key not in _PARSED:
-        if len(_PARSED) >= 32:  # a long-lived process (the test suite) reading many copies of the data
+        if len(_PARSED) >= 8:  # a long-lived process (the test suite) reading many copies of the data
             _PARSED.clear()
         _PARSED[key] = tuple(bench.parse({name: Path(path) for name, path, _, _ in files}))
     return _PARSED[key]
