@@ -3,6 +3,7 @@ with the embedded model, started on loopback for this module (completions and ch
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -47,27 +48,35 @@ def _serve(tmp_path_factory: pytest.TempPathFactory):
     from safetyrepro.adapters.models.embedded import embedded_model_dir
 
     model, port = str(embedded_model_dir()), _free_port()
-    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    command = [str(Path(sys.executable).parent / "transformers"), "serve", model, "--host", "127.0.0.1", "--port",
+               str(port), "--device", "cpu", "--dtype", "float32"]
+    with serving("transformers serve", command, f"http://127.0.0.1:{port}/health",
+                 tmp_path_factory.mktemp("serve") / "serve.log", 300):
+        yield {"url": f"http://127.0.0.1:{port}/v1", "model": model}
+
+
+@contextlib.contextmanager
+def serving(name: str, command: list[str], ready_url: str, log: Path, timeout_s: int):
+    """A server on loopback while the block runs: started, waited for until ``ready_url``
+    answers 200 (a test fails naming the server and its log's tail otherwise), then stopped."""
     with open(log, "wb") as sink:
-        proc = subprocess.Popen([str(Path(sys.executable).parent / "transformers"), "serve", model, "--host",
-                                 "127.0.0.1", "--port", str(port), "--device", "cpu", "--dtype", "float32"],
-                                # one thread per server: two servers and the tests share the machine's cores
-                                stdout=sink, stderr=subprocess.STDOUT,
+        # one thread per server: servers and the tests share the machine's cores
+        proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT,
                                 env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
     try:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + timeout_s
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"transformers serve exited ({proc.returncode}): {log.read_text()[-2000:]}")
+                pytest.fail(f"{name} exited ({proc.returncode}): {log.read_text()[-2000:]}")
             try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200:
+                if httpx.get(ready_url, timeout=5).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"transformers serve did not come up in 300 s: {log.read_text()[-2000:]}")
-            time.sleep(1)
-        yield {"url": f"http://127.0.0.1:{port}/v1", "model": model}
+                pytest.fail(f"{name} did not come up in {timeout_s} s: {log.read_text()[-2000:]}")
+            time.sleep(0.5)
+        yield
     finally:
         proc.terminate()
         try:

@@ -5,15 +5,11 @@ OpenAI-compatible server with the embedded GGUF, started on loopback for this mo
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
-from test_endpoint import _free_port, _main, events
+from test_endpoint import _free_port, _main, events, serving
 
 from safetyrepro.adapters.errors import ConfigError
 from safetyrepro.adapters.grid import build_grid, plan
@@ -32,32 +28,11 @@ def llama(tmp_path_factory: pytest.TempPathFactory):
         pytest.fail(f"{SERVER_PYTHON} is missing: run `bash scripts/setup.sh --tests` (it builds llama-cpp-python's "
                     "server, the endpoint these tests score on)")
     port = _free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    with open(log, "wb") as sink:
-        proc = subprocess.Popen([str(SERVER_PYTHON), "-m", "llama_cpp.server", "--model", str(gguf_path()),
-                                 "--model_alias", SERVED, "--host", "127.0.0.1", "--port", str(port),
-                                 "--n_threads", "1", "--n_ctx", "4096", "--verbose", "false"],
-                                stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited ({proc.returncode}): {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not come up in 120 s: {log.read_text()[-2000:]}")
-            time.sleep(0.5)
+    command = [str(SERVER_PYTHON), "-m", "llama_cpp.server", "--model", str(gguf_path()), "--model_alias", SERVED,
+               "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1", "--n_ctx", "4096", "--verbose", "false"]
+    with serving("llama_cpp.server", command, f"http://127.0.0.1:{port}/v1/models",
+                 tmp_path_factory.mktemp("llama") / "server.log", 120):
         yield {"url": f"http://127.0.0.1:{port}/v1", "model": SERVED}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def grid_doc(llama: dict) -> dict:
