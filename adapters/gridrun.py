@@ -8,10 +8,11 @@ order: the request body and its SHA-256, the raw response and its SHA-256, the U
 model's identity (name, weights SHA-256), library versions, the retry count and, for local
 weights, the torch thread count that computed it (a loglikelihood's last bits depend on it).
 
-Requests run in fixed batches computed from the plan (never from what is already done), and a
-sampled generation is seeded from the grid seed and its own content and run on its own, so a run
-that is killed at any moment and resumed computes exactly the requests, batches and seeds an
-uninterrupted run would: results are byte-identical. A run resumes only if its log is a prefix
+Requests run in fixed batches computed from the plan (never from what is already done), a
+sampled generation is seeded from the grid seed and its own content (its own generator, in any
+batch), and local weights compute on context states that are computed one way whatever an earlier
+batch cached (``models/prefix.py``), so a run that is killed at any moment and resumed computes
+exactly the requests, batches and seeds an uninterrupted run would: results are byte-identical. A run resumes only if its log is a prefix
 of this plan; a torn last line is cut and reported; a partly done batch is recomputed.
 
 Results, computed from the logged responses only (cells x items through the core's readout):
@@ -257,10 +258,12 @@ def identity(model: Any) -> dict[str, Any]:
                 "weights_sha256": weights,
                 "runtime": {"endpoint": e.url, "served_model": e.model, "api": e.api, "identity": e.identity}
                 | ({"mirrors": list(e.mirrors)} if e.mirrors else {})}
+    from .models.prefix import ENGINE
+
     facts = runtime_facts(model.quantization, "cpu")
     found = {"name": model.name, "path": model.path, "quantization": model.quantization,
              "weights_sha256": weights_sha256(weights_path(model.spec)),
-             "runtime": {k: v for k, v in facts.items() if k != "torch_threads"}}
+             "runtime": {k: v for k, v in facts.items() if k != "torch_threads"} | {"engine": ENGINE}}
     # Same weights at another precision are another instrument; the default stays implicit so
     # logs written before the field existed keep their anchor.
     return found | ({"dtype": model.dtype} if model.dtype != "float32" else {})

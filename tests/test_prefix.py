@@ -33,11 +33,13 @@ def fresh(lm):
 
 
 def test_greedy_decoding_is_what_generate_answers(fresh, contexts: list[str]) -> None:
+    # a budget some rows stop short of (EOS at different steps) and others exhaust
     decoded = fresh.decode(contexts, temperatures=[0.0] * len(contexts), seeds=[None] * len(contexts),
-                           max_new_tokens=12)
-    one_by_one = [fresh.generate([c], temperature=0.0, max_new_tokens=12, batch_size=1)[0] for c in contexts]
+                           max_new_tokens=24)
+    one_by_one = [fresh.generate([c], temperature=0.0, max_new_tokens=24, batch_size=1)[0] for c in contexts]
     assert decoded == one_by_one
-    assert len(set(decoded)) > 1
+    lengths = {len(fresh.encode(text)) for text in decoded}
+    assert len(lengths) > 1 and max(lengths) >= 23, lengths
 
 
 def test_a_sampled_row_answers_the_same_alone_or_in_a_batch(fresh, contexts: list[str]) -> None:
@@ -65,6 +67,8 @@ def test_loglikelihoods_agree_with_the_padded_batch_and_do_not_depend_on_the_cac
                              max_new_tokens=8)
     cot = [(logprob_context(c, r), " Yes") for c, r in zip(contexts, reasoning)]
     warm = fresh.loglikelihood_states(cot, contexts)
+    extended = [state for state in fresh._states._states.values() if state.base]
+    assert len(extended) == len(contexts)  # every cot context went through its generation's state
     fresh._states = None
     cold = fresh.loglikelihood_states(cot, contexts)
     assert warm == cold
@@ -94,3 +98,23 @@ def test_a_generation_config_with_processors_decodes_through_generate(fresh, con
     finally:
         config.repetition_penalty = before
         fresh._states = None
+
+
+def test_states_are_kept_per_thread_count_and_never_changed_by_use(fresh, contexts: list[str]) -> None:
+    from safetyrepro.adapters.gridrun import pinned_threads
+
+    pairs = [(logprob_context(c), " It depends") for c in contexts]  # several tokens: a forward on the state
+    with pinned_threads(1):
+        cold = fresh.loglikelihood_states(pairs, [None] * len(pairs))
+    fresh._states = None
+    with pinned_threads(2):  # a state computed at another count is not what a 1-thread request reads
+        fresh.loglikelihood_states(pairs, [None] * len(pairs))
+    with pinned_threads(1):
+        assert fresh.loglikelihood_states(pairs, [None] * len(pairs)) == cold
+    assert {slot[0] for slot in fresh._states._states} == {1, 2}
+    states = list(fresh._states._states.values())
+    sums = [[float(k.double().sum() + v.double().sum()) for k, v in state.kv] for state in states]
+    fresh.decode(contexts, temperatures=[0.0, 0.7] * (len(contexts) // 2), seeds=list(range(len(contexts))),
+                 max_new_tokens=6)
+    fresh.loglikelihood_states(pairs, [None] * len(pairs))
+    assert sums == [[float(k.double().sum() + v.double().sum()) for k, v in state.kv] for state in states]

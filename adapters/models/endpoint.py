@@ -340,7 +340,8 @@ class EndpointLanguageModel:
         to ``concurrency`` in flight per server; answers in the contexts' order."""
         temperatures = [temperature] * len(contexts) if isinstance(temperature, (int, float)) else list(temperature)
         seeds = list(seed) if isinstance(seed, Sequence) else [seed] * len(contexts)
-        return self._send([self._body(c, t, max_new_tokens, s) for c, t, s in zip(contexts, temperatures, seeds)])
+        return self._send([self._body(c, t, max_new_tokens, s)
+                           for c, t, s in zip(contexts, temperatures, seeds, strict=True)])
 
     def exchange_loglikelihood(self, requests: Sequence[tuple[str, str]]) -> list[tuple[tuple[float, bool], Exchange]]:
         """Each (context, continuation) scored by the server's echo (as :meth:`exchange` sends them):

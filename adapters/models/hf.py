@@ -252,16 +252,15 @@ class HFLanguageModel:
         return self._states
 
     def _plain_sampling(self) -> bool:
-        """Whether the model's generation config leaves decoding to the temperature alone."""
-        config = self.model.generation_config
-        neutral = {"repetition_penalty": (None, 1.0), "encoder_repetition_penalty": (None, 1.0),
-                   "no_repeat_ngram_size": (None, 0), "bad_words_ids": (None,), "suppress_tokens": (None,),
-                   "begin_suppress_tokens": (None,), "min_new_tokens": (None, 0), "min_length": (None, 0),
-                   "typical_p": (None, 1.0), "epsilon_cutoff": (None, 0.0), "eta_cutoff": (None, 0.0),
-                   "min_p": (None, 0.0), "forced_bos_token_id": (None,), "forced_eos_token_id": (None,),
-                   "sequence_bias": (None,), "renormalize_logits": (None, False), "exponential_decay_length_penalty":
-                   (None,)}
-        return all(getattr(config, name, None) in allowed for name, allowed in neutral.items())
+        """Whether the model's generation config leaves decoding to the temperature alone: every
+        field it sets beyond the defaults is one that cannot change a token (ids, caching, output
+        flags, the sampling knobs the grid sets itself), or an empty value."""
+        harmless = {"bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id", "use_cache",
+                    "output_attentions", "output_hidden_states", "output_scores", "output_logits",
+                    "return_dict_in_generate", "_from_model_config", "transformers_version", "do_sample",
+                    "temperature", "top_k", "top_p", "max_length", "max_new_tokens", "cache_implementation"}
+        changed = self.model.generation_config.to_diff_dict()
+        return all(name in harmless or value in (None, False, [], {}) for name, value in changed.items())
 
     # ---- loglikelihood -------------------------------------------------------------------
     def loglikelihood(

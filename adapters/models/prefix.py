@@ -23,6 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+ENGINE = "context-states/1"
+"""What computes a grid's local requests (recorded in every model identity of a run's log, so a
+log computed another way is not resumed by this one)."""
+
 CACHE_MB_ENV = "SAFETYREPRO_STATE_CACHE_MB"
 DEFAULT_CACHE_MB = 384
 """Room for the states of one batch of long contexts (8 five-shot prompts of SmolLM2-135M: about
@@ -38,6 +42,8 @@ class State:
     kv: tuple[tuple[Any, Any], ...]
     last_logits: Any
     nbytes: int
+    base: int = 0
+    """How many of ``ids`` came from the base state it was extended from (0: computed alone)."""
 
 
 class Unsupported(Exception):
@@ -52,29 +58,33 @@ class StateCache:
         self.model = model
         mb = budget_mb if budget_mb is not None else int(os.environ.get(CACHE_MB_ENV, DEFAULT_CACHE_MB))
         self.budget = max(mb, 0) * 2**20
-        self._states: OrderedDict[tuple[int, ...], State] = OrderedDict()
+        self._states: OrderedDict[tuple[Any, ...], State] = OrderedDict()
         self._bytes = 0
 
     def get(self, ids: Sequence[int], base: Sequence[int] | None = None) -> State:
         """The state after ``ids``; where ``base`` is a proper prefix of them, computed as
-        ``base``'s state extended by the rest (the one way for such a context)."""
+        ``base``'s state extended by the rest (the one way for such a context).
+
+        Kept by torch's thread count too: the last bits of a forward pass depend on it, and a
+        process may compute at several (the replay gate pins each batch to the count it logged)."""
+        import torch
+
         key = tuple(ids)
-        state = self._states.get(key)
-        if state is not None:
-            self._states.move_to_end(key)
-            return state
         prefix = tuple(base) if base is not None else ()
-        if prefix and len(prefix) < len(key) and key[: len(prefix)] == prefix:
-            state = self.extend(self.get(prefix), key[len(prefix):])
-        else:
-            state = self.extend(None, key)
-        self._keep(state)
+        extended = bool(prefix) and len(prefix) < len(key) and key[: len(prefix)] == prefix
+        slot = (torch.get_num_threads(), len(prefix) if extended else 0, key)
+        state = self._states.get(slot)
+        if state is not None:
+            self._states.move_to_end(slot)
+            return state
+        state = self.extend(self.get(prefix), key[len(prefix):]) if extended else self.extend(None, key)
+        self._keep(slot, state)
         return state
 
-    def _keep(self, state: State) -> None:
+    def _keep(self, slot: tuple[Any, ...], state: State) -> None:
         if state.nbytes > self.budget:
             return
-        self._states[state.ids] = state
+        self._states[slot] = state
         self._bytes += state.nbytes
         while self._bytes > self.budget:
             _, dropped = self._states.popitem(last=False)
@@ -105,7 +115,7 @@ class StateCache:
         logits = out.logits[0, -1].float()
         nbytes = sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in kv)
         return State(ids=(parent.ids if parent is not None else ()) + tuple(ids), kv=kv, last_logits=logits,
-                     nbytes=nbytes + logits.numel() * 4)
+                     nbytes=nbytes + logits.numel() * 4, base=done)
 
 
 def loglikelihood(cache: StateCache, context_ids: Sequence[int], continuation_ids: Sequence[int],
@@ -125,6 +135,20 @@ def loglikelihood(cache: StateCache, context_ids: Sequence[int], continuation_id
     return float(token_lp.sum()), bool((logprobs.argmax(dim=-1) == target).all())
 
 
+def _left_padded(states: list[State], width: int) -> Any:
+    """Each layer's keys and values of the rows, left-padded with zeros to ``width`` tokens."""
+    import torch
+
+    for layer in range(len(states[0].kv)):
+        keys, values = [], []
+        for state in states:
+            k, v = state.kv[layer]
+            pad_shape = (1, k.shape[1], width - len(state.ids), k.shape[3])
+            keys.append(torch.cat([k.new_zeros(pad_shape), k], dim=2))
+            values.append(torch.cat([v.new_zeros(pad_shape), v], dim=2))
+        yield torch.cat(keys), torch.cat(values)
+
+
 def decode(cache: StateCache, rows: Sequence[Sequence[int]], *, temperatures: Sequence[float],
            seeds: Sequence[int | None], max_new_tokens: int, eos: int, pad: int) -> list[list[int]]:
     """Continue each row's context together: argmax at temperature 0, otherwise pure temperature
@@ -137,8 +161,8 @@ def decode(cache: StateCache, rows: Sequence[Sequence[int]], *, temperatures: Se
     states = [cache.get(ids) for ids in rows]
     device = states[0].last_logits.device
     n = len(states)
-    generators = [torch.Generator(device=device).manual_seed(int(seed)) if t > 0 else None
-                  for t, seed in zip(temperatures, seeds)]
+    generators = [torch.Generator(device=device).manual_seed(int(seed or 0)) if t > 0 else None
+                  for t, seed in zip(temperatures, seeds, strict=True)]
     out: list[list[int]] = [[] for _ in range(n)]
     finished = [False] * n
 
@@ -168,16 +192,11 @@ def decode(cache: StateCache, rows: Sequence[Sequence[int]], *, temperatures: Se
         return out
     lengths = [len(s.ids) for s in states]
     width = max(lengths)
-    layers = []
-    for layer in range(len(states[0].kv)):
-        keys, values = [], []
-        for s, length in zip(states, lengths):
-            k, v = s.kv[layer]
-            pad_shape = (1, k.shape[1], width - length, k.shape[3])
-            keys.append(torch.cat([k.new_zeros(pad_shape), k], dim=2))
-            values.append(torch.cat([v.new_zeros(pad_shape), v], dim=2))
-        layers.append((torch.cat(keys), torch.cat(values)))
-    batch_cache = DynamicCache(ddp_cache_data=layers)
+
+    # Layer by layer (the cache copies what it is given), so that one padded copy exists at a time;
+    # the rows' states are then let go (those the cache keeps stay there).
+    batch_cache = DynamicCache(ddp_cache_data=_left_padded(states, width))
+    del states
     mask = torch.tensor([[0] * (width - length) + [1] * length for length in lengths], device=device)
     positions = torch.tensor(lengths, device=device)[:, None]
     with torch.inference_mode():
