@@ -12,8 +12,9 @@ Requests run in fixed batches computed from the plan (never from what is already
 sampled generation is seeded from the grid seed and its own content (its own generator, in any
 batch), and local weights compute on context states that are computed one way whatever an earlier
 batch cached (``models/prefix.py``), so a run that is killed at any moment and resumed computes
-exactly the requests, batches and seeds an uninterrupted run would: results are byte-identical. A run resumes only if its log is a prefix
-of this plan; a torn last line is cut and reported; a partly done batch is recomputed.
+exactly the requests, batches and seeds an uninterrupted run would: results are byte-identical.
+A run resumes only if its log is a prefix of this plan; a torn last line is cut and reported; a
+partly done batch is recomputed.
 
 Results, computed from the logged responses only (cells x items through the core's readout):
 ``cells/<cell_id>/records.jsonl`` and ``summary.json``, ``cells.parquet`` (one row per cell x
@@ -320,14 +321,15 @@ def _execute(requests: list[Request], lm: Any, responses: dict[str, Any]) -> tup
     """One batch through the model (the core's LanguageModel): the responses, and per request
     what the log keeps besides (retries; an endpoint's raw answer and fingerprint)."""
     first = requests[0]
-    if first.kind == "generate" and hasattr(lm, "exchange"):  # an endpoint: each seed travels in its request
-        exchanges = lm.exchange([r.context for r in requests], temperature=[r.temperature for r in requests],
-                                max_new_tokens=first.max_new_tokens, seed=[r.seed for r in requests])
-        return [e.text for e in exchanges], [{"retries": e.retries, "endpoint": e.observed()} for e in exchanges]
-    if hasattr(lm, "exchange"):  # an endpoint that echoes prompt logprobs
-        scored = lm.exchange_loglikelihood([_pair(r, responses) for r in requests])
-        return [[ll, greedy] for (ll, greedy), _ in scored], [{"retries": e.retries, "endpoint": e.observed()}
-                                                             for _, e in scored]
+    if hasattr(lm, "exchange"):  # an endpoint: what the log keeps is each exchange
+        if first.kind == "generate":  # each seed travels in its request
+            exchanges = lm.exchange([r.context for r in requests], temperature=[r.temperature for r in requests],
+                                    max_new_tokens=first.max_new_tokens, seed=[r.seed for r in requests])
+            answers = [e.text for e in exchanges]
+        else:  # a server that echoes prompt logprobs
+            scored = lm.exchange_loglikelihood([_pair(r, responses) for r in requests])
+            answers, exchanges = [[ll, greedy] for (ll, greedy), _ in scored], [e for _, e in scored]
+        return answers, [{"retries": e.retries, "endpoint": e.observed()} for e in exchanges]
     import torch
 
     # A local model answers or raises: there is nothing to retry. Its answers' last bits depend on
@@ -341,11 +343,10 @@ def _execute(requests: list[Request], lm: Any, responses: dict[str, Any]) -> tup
         if first.temperature == 0.0:
             return list(lm.generate(contexts, temperature=0.0, max_new_tokens=first.max_new_tokens,
                                     batch_size=len(requests))), local
-        texts = []  # a LanguageModel without per-row sampling: one request at a time, each seeded
-        for r in requests:
-            torch.manual_seed(r.seed or 0)
-            texts += lm.generate([r.context], temperature=r.temperature, max_new_tokens=r.max_new_tokens, batch_size=1)
-        return texts, local
+        from .models.base import generate_seeded
+
+        return generate_seeded(lm, contexts, temperatures=[r.temperature for r in requests],
+                               seeds=[r.seed for r in requests], max_new_tokens=first.max_new_tokens), local
     pairs = [_pair(r, responses) for r in requests]
     if hasattr(lm, "loglikelihood_states"):  # cot: extended from its generation's context state
         scored = lm.loglikelihood_states(pairs, [r.context if r.after else None for r in requests])

@@ -83,3 +83,23 @@ class LanguageModel(Protocol):
                       progress: Callable[[int], None] | None = None) -> list[tuple[float, bool]]:
         """(sum of continuation token logprobs, continuation is greedy) per (context, continuation)."""
         ...
+
+
+def generate_seeded(lm: LanguageModel, contexts: Sequence[str], *, temperatures: Sequence[float],
+                    seeds: Sequence[int | None], max_new_tokens: int) -> list[str]:
+    """Sampled generations through ``generate`` for a model without per-row generators: one
+    request at a time, torch's global generator seeded with the request's seed (None: 0) first."""
+    import torch
+
+    outputs: list[str] = []
+    for context, temperature, seed in zip(contexts, temperatures, seeds, strict=True):
+        torch.manual_seed(seed or 0)
+        outputs += lm.generate([context], temperature=temperature, max_new_tokens=max_new_tokens, batch_size=1)
+    return outputs
+
+
+def continuation_score(logprobs: Any, target: Any) -> tuple[float, bool]:
+    """(sum of the target tokens' logprobs, whether each is its position's argmax), from the
+    logprobs at the positions that predict them (one row per target token)."""
+    token_lp = logprobs.gather(-1, target[:, None]).squeeze(-1)
+    return float(token_lp.sum()), bool((logprobs.argmax(dim=-1) == target).all())

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .base import ModelInfo, runtime_facts
+from .base import ModelInfo, continuation_score, generate_seeded, runtime_facts
 
 from ..config import EMBEDDED, ModelSpec
 from ..errors import ConfigError
@@ -123,6 +123,8 @@ class HFLanguageModel:
         self.formatter = ChatFormatter(spec)
         self.tokenizer = self.formatter.tokenizer
         self.chat = self.formatter.chat
+        self._states: Any = None
+        """The shared context states (:meth:`_state_cache`): made on first use; False where they do not apply."""
         kwargs: dict[str, Any] = {"dtype": getattr(torch, spec.dtype)}
         if torch.cuda.is_available():
             kwargs["device_map"] = "cuda"
@@ -197,8 +199,6 @@ class HFLanguageModel:
         Where the shared states do not apply (a generation config that adds logits processors, a
         cache that is not per-layer key/value, a context at the length limit) it is ``generate``:
         the batch at once when greedy, else one row at a time, each seeded."""
-        import torch
-
         from . import prefix
 
         rows = [self.encode(c) for c in contexts]
@@ -213,11 +213,7 @@ class HFLanguageModel:
                 self._states = False
         if all(t == 0 for t in temperatures):
             return self.generate(contexts, temperature=0.0, max_new_tokens=max_new_tokens, batch_size=len(contexts))
-        outputs = []
-        for context, temperature, seed in zip(contexts, temperatures, seeds):
-            torch.manual_seed(seed or 0)
-            outputs += self.generate([context], temperature=temperature, max_new_tokens=max_new_tokens, batch_size=1)
-        return outputs
+        return generate_seeded(self, contexts, temperatures=temperatures, seeds=seeds, max_new_tokens=max_new_tokens)
 
     def loglikelihood_states(self, requests: Sequence[tuple[str, str]],
                              bases: Sequence[str | None]) -> list[tuple[float, bool]]:
@@ -245,7 +241,7 @@ class HFLanguageModel:
 
     def _state_cache(self) -> Any:
         """The model's shared context states, or ``False`` where they do not apply."""
-        if getattr(self, "_states", None) is None:
+        if self._states is None:
             from .prefix import StateCache
 
             self._states = StateCache(self.model) if self._plain_sampling() else False
@@ -303,9 +299,7 @@ class HFLanguageModel:
             logprobs = F.log_softmax(logits, dim=-1)
             for span, continuation_ids, lp in zip(spans, targets, logprobs):
                 target = torch.tensor(continuation_ids, device=lp.device)
-                token_lp = lp[keep - span :].gather(-1, target[:, None]).squeeze(-1)
-                greedy = bool((lp[keep - span :].argmax(dim=-1) == target).all())
-                results.append((float(token_lp.sum()), greedy))
+                results.append(continuation_score(lp[keep - span :], target))
             if progress:
                 progress(len(batch))
         return results

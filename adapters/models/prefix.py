@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .base import continuation_score
+
 ENGINE = "context-states/1"
 """What computes a grid's local requests (recorded in every model identity of a run's log, so a
 log computed another way is not resumed by this one)."""
@@ -130,9 +132,7 @@ def loglikelihood(cache: StateCache, context_ids: Sequence[int], continuation_id
     if len(continuation_ids) > 1:
         logits = torch.cat([logits, cache.extend(state, continuation_ids[:-1], all_logits=True)])
     logprobs = F.log_softmax(logits, dim=-1)
-    target = torch.tensor(list(continuation_ids), device=logprobs.device)
-    token_lp = logprobs.gather(-1, target[:, None]).squeeze(-1)
-    return float(token_lp.sum()), bool((logprobs.argmax(dim=-1) == target).all())
+    return continuation_score(logprobs, torch.tensor(list(continuation_ids), device=logprobs.device))
 
 
 def _left_padded(states: list[State], width: int) -> Any:
