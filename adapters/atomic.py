@@ -62,8 +62,8 @@ from typing import Any
 from .errors import ConfigError
 
 __all__ = [
-    "PAUSE_STEPS", "check_writable", "exchange_supported", "fsync_dir", "fsync_file", "is_leftover", "publish_dir", "recover",
-    "stage_dir", "sync_tree", "write_text_durably",
+    "PAUSE_STEPS", "check_name", "check_writable", "exchange_supported", "fsync_dir", "fsync_file", "is_leftover", "publish_dir", "recover",
+    "replace_file", "stage_dir", "sync_tree", "temp_target", "write_text_durably",
 ]
 
 PAUSE_ENV = "SAFETYREPRO_TEST_PAUSE_AT"
@@ -152,11 +152,25 @@ def write_text_durably(path: Path, text: str, encoding: str = "utf-8") -> None:
         os.fsync(handle.fileno())
 
 
+TEMP_INFIX = ".tmp-"
+"""``replace_file`` writes ``.<name>.tmp-XXXXXXXX`` beside ``<name>`` (mkstemp's 8 characters)."""
+_TEMP_RE = re.compile(r"\.(.+?)(?:\.tmp-[a-z0-9_]{8}|\.[a-z0-9_]{8}|\.tmp)")
+
+
+def temp_target(name: str) -> str | None:
+    """The file whose interrupted :func:`replace_file` left a temporary file called ``name``
+    (None: not such a name). Also the forms earlier versions wrote (``.<name>.XXXXXXXX``,
+    ``.<name>.tmp``), so a run they left behind is still recognised. Callers compare the result
+    with the names they write: it proves nothing on its own."""
+    match = _TEMP_RE.fullmatch(name)
+    return match.group(1) if match else None
+
+
 def replace_file(path: Path, content: str | bytes) -> None:
     """Write a whole file so a reader (or a kill) sees the old or the new content, never part:
-    a temporary sibling, fsynced, renamed over ``path``."""
+    a temporary sibling (``.<name>.tmp-XXXXXXXX``), fsynced, renamed over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{TEMP_INFIX}")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(content.encode() if isinstance(content, str) else content)
@@ -275,6 +289,20 @@ def _config_error(target: Path, exc: OSError) -> ConfigError:
     return ConfigError(f"output folder {target} cannot be written ({exc.strerror or exc})", "choose a writable --out")
 
 
+def check_name(target: Path) -> None:
+    """Touching nothing: ``target``'s name leaves room for the staging and journal names beside it."""
+    folder = next((p for p in Path(target).parents if p.is_dir()), Path("/"))
+    try:
+        name_max = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        name_max = 255
+    if len(os.fsencode(Path(target).name)) + _EXTRA_NAME_BYTES > name_max:
+        raise ConfigError(
+            f"output folder {target} has a name that is too long "
+            f"({len(os.fsencode(Path(target).name))} bytes; at most {name_max - _EXTRA_NAME_BYTES} here)",
+            "choose a shorter --out")
+
+
 def check_writable(target: Path) -> None:
     """Fail early, before any work: ``target`` must not be a file, its name must leave room for
     the staging/journal names, and its parent must be creatable and writable (checked by creating
@@ -290,16 +318,8 @@ def check_writable(target: Path) -> None:
         if ancestor.is_dir():
             break
     try:
+        check_name(target)
         target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            name_max = os.pathconf(target.parent, "PC_NAME_MAX")
-        except (OSError, ValueError, AttributeError):
-            name_max = 255
-        if len(os.fsencode(target.name)) + _EXTRA_NAME_BYTES > name_max:
-            raise ConfigError(
-                f"output folder {target} has a name that is too long "
-                f"({len(os.fsencode(target.name))} bytes; at most {name_max - _EXTRA_NAME_BYTES} here)",
-                "choose a shorter --out")
         probe = stage_dir(target)
         os.rmdir(probe)
     except OSError as exc:

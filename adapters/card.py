@@ -114,6 +114,9 @@ class GridCard(BaseModel):
     """SHA-256 of the cell's frozen configuration."""
     plan_sha256: str
     """SHA-256 of the frozen plan the cell belongs to."""
+    log_sha256: str
+    """The run's request log's final chain hash: with ``plan_sha256`` the run's anchor, which
+    ``safetyrepro verify RUN --expect LOG_SHA256`` checks a run against."""
     requests: int
     """Unique model requests the cell's results rest on (shared with other cells where equal)."""
     requests_utc: list[str]
@@ -166,6 +169,7 @@ def card(results: GridResults, cell_id: str) -> GridCard:
         item_ids_sha256=hashlib.sha256("\n".join(ids).encode()).hexdigest(),
         subset_manifest_sha256=prepared.manifest.sha256, data_files={f.path: f.sha256 for f in bench.files},
         seed=config.seed, config_sha256=cell["config_sha256"], plan_sha256=results.frozen["plan_sha256"],
+        log_sha256=results.log_sha256,
         requests=len(keys), requests_utc=[min(b["utc"] for b in bodies), max(b["utc"] for b in bodies)])
 
 
@@ -193,6 +197,7 @@ def to_markdown(grid_card: GridCard) -> str:
         ("items", f"{c.items} (ids sha256 {c.item_ids_sha256[:16]}; subset manifest {c.subset_manifest_sha256[:16]})"),
         ("data files", ", ".join(f"{p} {h[:12]}" for p, h in c.data_files.items())), ("seed", str(c.seed)),
         ("config sha256", c.config_sha256), ("plan sha256", c.plan_sha256),
+        ("run anchor (log sha256)", f"{c.log_sha256} (`safetyrepro verify RUN --expect` it)"),
         ("requests", f"{c.requests}, answered {c.requests_utc[0]} .. {c.requests_utc[1]}"),
     ]
     lines += ["", "| field | value |", "|---|---|"] + [f"| {k} | {v.replace('|', '/')} |" for k, v in rows]

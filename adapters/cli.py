@@ -150,7 +150,12 @@ def plan_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
     from . import atomic
     from .grid import plan
 
-    frozen = plan(_grid(grid_file, preset, models, quantization))
+    grid = _grid(grid_file, preset, models, quantization)
+    if out is not None:  # --out names the plan file: refused before anything is printed or written
+        from .outfolder import check_file_target
+
+        check_file_target(out, "plan --out", "plan.json")
+    frozen = plan(grid)
     cells = frozen["cells"]
     table = Table(title=f"plan {frozen['plan_sha256'][:16]}: {len(cells)} cells", title_justify="left")
     for column in ("model", "benchmark", "cells", "computed once"):
@@ -188,7 +193,7 @@ def grid_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
     import functools
 
     from .gridrun import run_grid
-    from .runner import _out_path
+    from .outfolder import out_path
 
     grid = _grid(grid_file, preset, models, quantization)
     if executor not in ("local", "endpoints", "ray"):
@@ -212,7 +217,7 @@ def grid_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
         from .grid import on_endpoints
 
         grid = on_endpoints(grid, load_config_file(endpoints), source=str(endpoints))
-    target = _out_path(out)
+    target = out_path(out)
     assert target is not None
     summary = run_grid(grid, target, data_dir=data_dir, overwrite=overwrite, notify=_note,
                        threads=threads if executor != "ray" else None, executor=run_on)
@@ -244,20 +249,34 @@ def identity_verdict(seen: dict[str, Any]) -> str:
 
 
 @app.command("verify")
-def verify_cmd(folder: Annotated[Path, typer.Argument(help="A grid run's folder.")], data_dir: DataDir = None) -> None:
-    """Re-check a finished grid run: plan, hash chain, plan prefix, completeness, manifest (read-only)."""
-    from .gridrun import verify
+def verify_cmd(folder: Annotated[Path, typer.Argument(help="A grid run's folder.")],
+               expect: Annotated[Optional[str], typer.Option(
+                   help="The log's final hash as quoted (LOG_SHA256 from an earlier `verify`, a paper or a GRID "
+                        "card): the run must end there.")] = None,
+               data_dir: DataDir = None) -> None:
+    """Re-check a finished grid run (read-only): plan, hash chain, every result recomputed from the
+    log, manifest, gate verdicts; prints the run's anchor. Exit 0 intact, 1 problems, 2 not a run."""
+    import re
 
+    from .gridverify import check
+
+    if expect is not None and not re.fullmatch(r"[0-9a-f]{64}", expect):
+        raise ConfigError(f"--expect {expect!r} is not a SHA-256 (64 lowercase hex digits)",
+                          "pass the log_sha256 line that `safetyrepro verify` printed for the run")
     if data_dir is not None:
         os.environ["SAFETYREPRO_DATA_DIR"] = str(data_dir)
-    if not folder.is_dir():
-        raise ConfigError(f"{folder} is not a folder", "pass a grid run's --out folder")
-    problems = verify(folder)
+    found = check(folder, expect=expect)
+    problems = found.problems + found.gate_problems
     for problem in problems:
         print(f"FAIL {problem}")
+    if not problems:
+        print(f"OK {folder}: plan, request log, every result recomputed from the log, manifest, gate verdicts"
+              + (", and the expected log hash" if expect else ""))
+    # The run's anchor: quote both; `verify --expect LOG_SHA256` checks a run against it.
+    print(f"plan_sha256 {found.plan_sha256 or 'unreadable'}")
+    print(f"log_sha256 {found.log_sha256 or 'none (the log does not verify)'}")
     if problems:
         raise typer.Exit(1)
-    print(f"OK {folder}: plan, request log and every artefact verify")
 
 
 @app.command("stats")
@@ -270,9 +289,7 @@ def stats_cmd(
 ) -> None:
     """Rank-instability statistics of a verified grid run: flips, orderings, tau, ANOVA, noise, cards, report."""
     from .gridresults import GridResults
-    from .statsreport import write_stats
-
-    from .statsreport import report_target, supported_label
+    from .statsreport import report_target, supported_label, write_stats
 
     report_target(folder, out, overwrite=overwrite)  # a bad --out is refused before the run is read
     results = GridResults.open(folder, data_dir=data_dir)
@@ -325,16 +342,17 @@ def card_cmd(
 def gate_cmd(
     folder: Annotated[Path, typer.Argument(help="A finished grid run's folder whose grid froze `gates:`.")],
     replay: Annotated[bool, typer.Option(help="Replay the logged requests now (byte for byte) for the replay gate.")] = False,
-    overwrite: Annotated[bool, typer.Option(help="With --replay: discard an earlier replay and replay again.")] = False,
+    overwrite: Annotated[bool, typer.Option(help="With --replay: replay again; the earlier replay is replaced once the "
+                                                 "new one is complete.")] = False,
     concurrency: Annotated[Optional[int], typer.Option(
         min=1, max=64, help="With --replay: endpoint requests in flight during the replay (default: the run's).")] = None,
     data_dir: DataDir = None,
 ) -> None:
     """The instrument's stability gates: repeat (in the run) and replay (later); PASS/FAIL with the numbers."""
-    from .gates import GATES_FOLDER, REPLAY_LOG, evaluate, run_replay
+    from .gates import GATES_FOLDER, evaluate, run_replay
     from .gridresults import GridResults
 
-    results = GridResults.open(folder, data_dir=data_dir)
+    results = GridResults.open(folder, data_dir=data_dir, gate_verdict=False)  # the verdict is what this writes
     if results.prepared.grid.gates is None:
         evaluate(results)  # the one clear error
     if concurrency is not None and not replay:
@@ -344,9 +362,7 @@ def gate_cmd(
     if replay:
         if results.prepared.grid.gates.replay is None:  # type: ignore[union-attr]
             raise ConfigError(f"{folder} froze no replay gate", "drop --replay (or freeze `gates: {replay: {}}` in a new plan)")
-        if overwrite:
-            (folder / GATES_FOLDER / REPLAY_LOG).unlink(missing_ok=True)
-        run_replay(results, notify=_note, concurrency=concurrency)
+        run_replay(results, notify=_note, concurrency=concurrency, overwrite=overwrite)
     document = evaluate(results)
     table = Table(title=f"instrument gates (plan {document['plan_sha256'][:16]})", title_justify="left")
     for column in ("gate", "status", "threshold", "numbers"):
@@ -392,13 +408,16 @@ def demo_cmd(
     """The main job: a small run of every benchmark, both scoring paths, on the embedded model."""
     from . import _registry
     from .config import build_config
-    from .runner import check_out_dir, run
+    from .outfolder import check_form, check_replaceable, is_run_output
+    from .runner import run
 
     names = list(_registry.all_benchmarks())
     plan = [(name, scoring) for name in names for scoring in ("logprob", "regex")]
-    if out:
+    if out:  # every run's folder checked before the first run writes anything
         for name, scoring in plan:
-            check_out_dir(out / f"{name}_{template}_{scoring}", overwrite)
+            folder = out / f"{name}_{template}_{scoring}"
+            check_form(folder)
+            check_replaceable(folder, overwrite, is_ours=is_run_output, what="`safetyrepro run` output")
     summaries = []
     for name, scoring in plan:
         cfg = build_config({"benchmark": name, "template": template, "scoring": scoring, "limit": limit})

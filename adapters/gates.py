@@ -35,6 +35,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -47,8 +48,12 @@ from .atomic import replace_file
 from .errors import ConfigError
 from .grid import CONFIG_KEYS
 from .gridresults import GridResults
-from .gridrun import (GATES_FORMAT, GATES_MARKER, MANIFEST, REPEAT_FOLDER, Request, _canonical, _execute, _sha,
-                      cell_records, identity, pinned_threads)
+from .gridexec import execute, pinned_threads
+from .gridlayout import GATES_FORMAT, GATES_MARKER, MANIFEST, REPEAT_FOLDER
+from .gridoutput import cell_records
+from .gridplan import Request
+from .hashing import sha256_json
+from .identity import identity, library_versions
 from .journal import Journal
 from .records import ItemRecord
 from .stats import goodness
@@ -56,6 +61,8 @@ from .stats import goodness
 GATES_FOLDER = "gates"
 GATES_FILE = GATES_MARKER
 REPLAY_LOG = "replay.jsonl"
+REPLAY_NEXT = ".replay.jsonl.next"
+"""A replay that replaces an earlier one is written here, and renamed over it when complete."""
 
 
 # ---- per item -----------------------------------------------------------------------------------
@@ -253,13 +260,13 @@ def replay_selection(results: GridResults) -> tuple[list[tuple[Any, ...]], list[
 
 
 def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, show_progress: bool = True,
-               concurrency: int | None = None) -> Path:
+               concurrency: int | None = None, overwrite: bool = False) -> Path:
     """Ask the chosen batches' logged requests again, byte for byte, into ``gates/replay.jsonl``
     (resuming a replay that was interrupted). ``concurrency``: an endpoint model's requests in
     flight during the replay instead of the run's (does the server's batching change answers?)."""
     from tqdm.auto import tqdm
 
-    from .runner import _versions, load_model, release_models
+    from .runner import load_model, release_models
 
     grid = results.prepared.grid
     _, batches = replay_selection(results)
@@ -276,14 +283,17 @@ def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, s
     # The concurrency each endpoint model is replayed at (the run's, unless overridden), on every entry.
     in_flight = {name: {"concurrency": spec.endpoint.concurrency} if spec.endpoint else {} for name, spec in specs.items()}
     identities = {m.name: identity(m) for m in grid.models}
-    versions = _versions()
-    anchor = _sha(_canonical({"plan_sha256": results.frozen["plan_sha256"], "replay": keys, "models": identities,
-                              "versions": versions} | ({"concurrency": concurrency} if concurrency else {})))
-    path = folder / REPLAY_LOG
-    if path.exists() and not _same_anchor(path, anchor):
-        notify(f"{path}: an earlier replay (other weights, libraries or selection) is replaced")
-        path.unlink()
-    journal = Journal(path, anchor, keys)
+    versions = library_versions()
+    anchor = sha256_json({"plan_sha256": results.frozen["plan_sha256"], "replay": keys, "models": identities,
+                          "versions": versions} | ({"concurrency": concurrency} if concurrency else {}))
+    path = log = folder / REPLAY_LOG
+    if path.exists() and (overwrite or not _same_anchor(path, anchor)):
+        # The earlier replay stays until the new one is complete: this one is written beside it.
+        log = folder / REPLAY_NEXT
+        if log.exists() and not _same_anchor(log, anchor):
+            log.unlink()  # (ours: an interrupted replacement with other weights, libraries or selection)
+        notify(f"{path}: the earlier replay is replaced once this one is complete")
+    journal = Journal(log, anchor, keys)
     ends = np.cumsum([b - a for a, b in batches]).tolist()
     resumed = journal.open(align=lambda done: max((e for e in ends if e <= done), default=0))
     for note in resumed.notes:
@@ -304,15 +314,17 @@ def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, s
                     release_models()
                 lm, loaded = load_model(specs[requests[0].model]), requests[0].model
             with pinned_threads(results.events[batch[0]].get("threads")):  # as the run computed it
-                answers, observed = _execute(requests, lm, logged)
+                answers, observed = execute(requests, lm, logged)
             for key, answer, seen in zip(batch, answers, observed):
                 journal.append(key, {"request_sha256": key, "response": answer,
-                                     "response_sha256": _sha(_canonical(answer)),
-                                     "identical": _sha(_canonical(answer)) == results.events[key]["response_sha256"],
+                                     "response_sha256": sha256_json(answer),
+                                     "identical": sha256_json(answer) == results.events[key]["response_sha256"],
                                      "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
                                      "model": identities[requests[0].model], "versions": versions, **seen,
                                      **in_flight[requests[0].model]})
             bar.update(b - a)
+    if log != path:
+        os.replace(log, path)
     return path
 
 
@@ -389,7 +401,7 @@ def replay_gate(results: GridResults) -> dict[str, Any]:
 def _endpoint_replay(results: GridResults, replayed: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """For endpoint models: what the server showed during the replay beside what it showed in the
     run (fingerprints, requests in flight), so a disagreement can be traced to the platform."""
-    from .gridrun import endpoint_observations
+    from .gridexec import endpoint_observations
 
     then = endpoint_observations(list(results.events.values()))  # the whole run, not only what was replayed
     now = endpoint_observations(list(replayed.values()))
@@ -417,16 +429,17 @@ def _mark(folder: Path, results: GridResults) -> None:
                                           "status": "replay in progress"}, indent=1) + "\n").encode())
 
 
-def evaluate(results: GridResults) -> dict[str, Any]:
-    """Every frozen gate's verdict, and the noise floor; written to ``gates/gates.json``."""
-    from .datafiles import sha256_of
+def compute(results: GridResults) -> dict[str, Any]:
+    """Every frozen gate's verdict, and the noise floor, from the run (and its replay log); written
+    by :func:`evaluate`, recomputed by ``verify`` to catch an edited verdict."""
+    from .hashing import sha256_file
 
     gates = results.prepared.grid.gates
     if gates is None:
         raise ConfigError(f"{results.folder} froze no gates in its plan",
                           "add a `gates:` section to the grid (a new plan, so a new --out) and run it again")
     document: dict[str, Any] = {"format": GATES_FORMAT, "plan_sha256": results.frozen["plan_sha256"],
-                                "manifest_sha256": sha256_of(results.folder / MANIFEST),
+                                "manifest_sha256": sha256_file(results.folder / MANIFEST),
                                 "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                                 "gates": {"repeat": None, "replay": None}, "noise_floor": {}}
     if gates.repeat is not None:
@@ -435,8 +448,13 @@ def evaluate(results: GridResults) -> dict[str, Any]:
     if gates.replay is not None:
         document["gates"]["replay"] = replay_gate(results)
     document["supported"] = not any(g and g["status"] == "FAIL" for g in document["gates"].values())
-    folder = results.folder / GATES_FOLDER
-    replace_file(folder / GATES_FILE, (json.dumps(document, indent=1) + "\n").encode())
+    return document
+
+
+def evaluate(results: GridResults) -> dict[str, Any]:
+    """:func:`compute`, written to ``gates/gates.json``."""
+    document = compute(results)
+    replace_file(results.folder / GATES_FOLDER / GATES_FILE, (json.dumps(document, indent=1) + "\n").encode())
     return document
 
 

@@ -33,7 +33,11 @@ from typing import Any
 from .atomic import pause_point
 from .errors import ConfigError, ExecutionError
 from .grid import GridConfig, GridModel
-from .gridrun import OpenRun, Request, _canonical, _sha, compute_batch, identity, whole_batches
+from .gridexec import compute_batch
+from .gridplan import Request, whole_batches
+from .gridrun import OpenRun
+from .hashing import canonical, sha256_json
+from .identity import identity, library_versions
 from .journal import Journal, verify_bytes
 
 SEGMENTS = "safetyrepro-segments"
@@ -79,8 +83,8 @@ class Shard:
     @property
     def segment_anchor(self) -> str:
         # (threads too: a segment computed at another thread count holds other bytes)
-        return _sha(_canonical({"run": self.run_anchor, "folder": self.folder, "threads": self.threads,
-                                "shard": self.keys}))
+        return sha256_json({"run": self.run_anchor, "folder": self.folder, "threads": self.threads,
+                            "shard": self.keys})
 
     def keep(self, done: int) -> int:
         """Of a segment's entries, those of whole batches."""
@@ -164,9 +168,7 @@ def _worker_model(model: GridModel) -> Any:
 
 @functools.cache
 def _worker_identity(model_json: str) -> tuple[str, str]:
-    from .runner import _versions
-
-    return _canonical(identity(GridModel.model_validate_json(model_json))), _canonical(_versions())
+    return canonical(identity(GridModel.model_validate_json(model_json))), canonical(library_versions())
 
 
 def segment_path(shard: Shard) -> Path:
@@ -179,7 +181,7 @@ def run_shard(shard: Shard, *upstream: ShardResult) -> ShardResult:
 
     torch.set_num_threads(shard.threads)
     found_identity, found_versions = _worker_identity(shard.model.model_dump_json())
-    if found_identity != _canonical(shard.identity) or found_versions != _canonical(shard.versions):
+    if found_identity != canonical(shard.identity) or found_versions != canonical(shard.versions):
         raise ConfigError(f"the Ray worker on {socket.gethostname()} computes {shard.model.name} with other model "
                           f"weights, runtime or library versions than the driver ({found_identity[:200]} "
                           f"{found_versions[:200]})",

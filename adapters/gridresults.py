@@ -17,7 +17,8 @@ from typing import Any
 import pandas as pd
 
 from .errors import ConfigError
-from .gridrun import EVENTS, MANIFEST, PLAN, CellRequests, GridPlan, verify
+from .gridlayout import CELLS_TABLE, EVENTS, MANIFEST, PLAN
+from .gridplan import CellRequests, GridPlan
 from .grid import build_grid
 from .records import ItemRecord
 
@@ -33,30 +34,53 @@ class GridResults:
     """``cells.parquet``: one row per cell x metric."""
     events: dict[str, dict[str, Any]]
     """Request key -> the logged entry body (request, response, utc, model, versions)."""
+    log_sha256: str
+    """The log's final chain hash: with the plan hash, the run's anchor (``verify --expect``)."""
     _records: dict[str, list[ItemRecord]] = field(default_factory=dict)
 
     @classmethod
-    def open(cls, folder: Path, *, data_dir: str | os.PathLike[str] | None = None) -> GridResults:
+    def open(cls, folder: Path, *, data_dir: str | os.PathLike[str] | None = None,
+             gate_verdict: bool = True) -> GridResults:
+        """A finished run that ``verify`` finds intact (anything else is one clear error), its
+        written gate verdict included unless ``gate_verdict`` is False (``safetyrepro gate``, which
+        writes the verdict again)."""
+        from .gridverify import check
+
         if data_dir is not None:
             os.environ["SAFETYREPRO_DATA_DIR"] = str(data_dir)
+        if not folder.is_dir():
+            raise ConfigError(f"{folder} is not a folder", "pass the --out folder of `safetyrepro grid`")
         if not (folder / PLAN).is_file():
             raise ConfigError(f"{folder} is not a grid run (no {PLAN})", "pass the --out folder of `safetyrepro grid`")
         if not (folder / MANIFEST).is_file():
             raise ConfigError(f"{folder} is an unfinished grid run (no {MANIFEST})",
                               f"finish it first: run the same `safetyrepro grid ... --out {folder}` again to resume")
-        problems = verify(folder)
-        if problems:
-            raise ConfigError(f"{folder} fails verification ({len(problems)} problems, first: {problems[0]})",
+        found = check(folder)
+        if found.problems:
+            raise ConfigError(f"{folder} fails verification ({len(found.problems)} problems, first: {found.problems[0]})",
                               f"see them all with `safetyrepro verify {folder}`; re-run the grid into a new --out")
+        if gate_verdict and found.gate_problems:
+            replay = "replay.jsonl" in found.gate_problems[0]
+            raise ConfigError(f"{folder}: its written gate verdict does not hold ({found.gate_problems[0]})",
+                              f"run `safetyrepro gate {folder}{' --replay --overwrite' if replay else ''}` to compute "
+                              "it again from the run")
+        return cls.load(folder)
+
+    @classmethod
+    def load(cls, folder: Path, prepared: GridPlan | None = None) -> GridResults:
+        """The run as it is on disk, unverified (``verify`` itself reads it this way); ``prepared``:
+        its plan already prepared."""
         frozen = json.loads((folder / PLAN).read_text())
-        prepared = GridPlan(frozen, build_grid(frozen["grid"], source=str(folder / PLAN)), None)
-        events = {}
+        if prepared is None:
+            prepared = GridPlan(frozen, build_grid(frozen["grid"], source=str(folder / PLAN)), None)
+        events, last = {}, ""
         with open(folder / EVENTS, encoding="utf-8") as handle:
             next(handle)  # the header
             for line in handle:
                 entry = json.loads(line)
                 events[entry["key"]] = entry["body"]
-        return cls(folder, frozen, prepared, pd.read_parquet(folder / "cells.parquet"), events)
+                last = entry["sha256"]
+        return cls(folder, frozen, prepared, pd.read_parquet(folder / CELLS_TABLE), events, last)
 
     @property
     def cells(self) -> list[dict[str, Any]]:

@@ -8,13 +8,12 @@ at most the entry being written; a torn last line is detected, reported and cut 
 
 Resume rule: the entries' keys must be exactly the first ``n`` keys of the plan, in order, and
 the chain must verify; otherwise the journal is refused with the first mismatch named. The
-reference runner journals item records here; the grid runner's request/response log is meant
-to use the same format (see docs/scoring.md, "Interrupted runs").
+reference runner journals item records here, and the grid runner its request/response log
+(``events.jsonl``; see docs/scoring.md, "Interrupted runs").
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -23,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .hashing import sha256_json
 
 FORMAT = "safetyrepro-journal/1"
 
 
 def _digest(payload: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return sha256_json(payload)
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,11 @@ class Journal:
         self._write_line(entry)
         self._prev = entry["sha256"]
         self._seq += 1
+
+    @property
+    def last_sha256(self) -> str:
+        """The chain hash of the last entry written or kept (the header's when there is none)."""
+        return self._prev
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)

@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import _registry, atomic
+from . import _registry, atomic, outfolder
 from .cell import prepare_cell
 from .config import ModelSpec, RunConfig
 from .errors import ConfigError
+from .identity import library_versions
 from .metrics import MetricValue
 from .models.base import LanguageModel
 from .models.hf import HFLanguageModel, resolve_model_path
@@ -70,49 +71,6 @@ def release_models() -> None:
     gc.collect()
 
 
-def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for name in ("safetyrepro", "torch", "transformers", "tokenizers", "bitsandbytes"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "not installed"
-    return out
-
-
-def check_out_dir(out_dir: Path | None, overwrite: bool) -> list[str]:
-    """Before any work: finish or undo an interrupted publish into ``out_dir`` (messages are
-    returned for the caller to print), refuse to clobber results without ``overwrite``, and make
-    sure the folder can be written at all."""
-    if out_dir is None:
-        return []
-    try:
-        if out_dir.exists() and not out_dir.is_dir():
-            raise ConfigError(f"output folder {out_dir} is a file", "choose a folder path for --out")
-        notes = atomic.recover(out_dir) if out_dir.parent.is_dir() else []
-        if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
-            raise ConfigError(f"output folder {out_dir} already holds files",
-                              "choose another --out, or pass --overwrite to replace that run")
-    except OSError as exc:
-        raise ConfigError(f"output folder {out_dir} cannot be used ({exc.strerror})", "choose a writable --out") from None
-    atomic.check_writable(out_dir)
-    return notes
-
-
-def _out_path(out_dir: str | os.PathLike[str] | None) -> Path | None:
-    """``--out`` as an absolute path that names a folder ("", ".", "/" and "x/.." do not)."""
-    if out_dir is None:
-        return None
-    raw = os.fspath(out_dir)
-    path = Path(os.path.abspath(raw)) if raw.strip() else None
-    if path is None or not path.name or Path(raw).name in ("", ".", ".."):
-        raise ConfigError(f"output folder {raw!r} does not name a folder",
-                          "pass a folder path for --out, e.g. runs/bbq-minimal")
-    return path
-
-
 def journal_path(out_dir: Path, config: RunConfig) -> Path:
     """Records of an unfinished run, beside ``out_dir`` (never inside it: ``out_dir`` changes only
     by an atomic publish)."""
@@ -126,7 +84,7 @@ def _publish(out_dir: Path, records: list[ItemRecord], summary: dict[str, Any]) 
     try:
         atomic.write_text_durably(staging / "records.jsonl", "".join(r.model_dump_json() + "\n" for r in records))
         atomic.write_text_durably(staging / "summary.json", json.dumps(summary, indent=1, default=str) + "\n")
-        atomic.publish_dir(staging, out_dir)
+        outfolder.publish(staging, out_dir, is_ours=outfolder.is_run_output, what="`safetyrepro run` output")
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
@@ -164,9 +122,9 @@ def run(
                           "with the server (raw answers, fingerprints, retries)",
                           "put the model in a grid file and run `safetyrepro grid`")
     resolve_model_path(config.model)  # a missing or malformed model folder is one clear error
-    out_path = _out_path(out_dir)
+    out_path = outfolder.out_path(out_dir)
     # 2. The output folder: recover an interrupted publish, refuse to clobber, check writability.
-    for note in check_out_dir(out_path, overwrite):
+    for note in outfolder.check_out_dir(out_path, overwrite):
         (notify or print)(note)
     lm = load_model(config.model)
     cell = cell.with_contexts(lm.formatter)
@@ -240,7 +198,7 @@ def run(
         "extraction": extraction_report(records),
         **({"symmetric": mapping} if (mapping := symmetric_summary(records)) is not None else {}),
         "metrics": {name: m.model_dump() for name, m in metrics.items()},
-        "versions": _versions(),
+        "versions": library_versions(),
         "elapsed_s": round(time.time() - started, 2),
     }
     if out_path is not None:

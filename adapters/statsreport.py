@@ -15,6 +15,7 @@ import html
 import json
 import math
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from .analysis import BenchmarkStats, analyse, to_json
 from .card import GridCard, card, to_markdown, to_yaml
 from .errors import ConfigError
 from .gridresults import GridResults
-from .gridrun import REPORT_FORMAT, REPORT_MARKER, is_derived
+from .gridlayout import REPORT_FORMAT, REPORT_MARKER, is_derived
 
 def _frames(stats: dict[str, BenchmarkStats]) -> dict[str, pd.DataFrame]:
     parts: dict[str, list[pd.DataFrame]] = {"flips": [], "orderings": [], "anova": [], "gaps": []}
@@ -308,31 +309,22 @@ def _html(markdown_source: str, results: GridResults, stats: dict[str, Benchmark
 
 def report_target(run: Path, out: Path | None, *, overwrite: bool) -> Path:
     """Where the report goes (default ``<run>/report``), refused where writing it could touch the
-    run's own artefacts or anything that is not an earlier report."""
-    from .runner import _out_path
+    run's own artefacts or anything that is not an earlier report. Touches nothing (the folder is
+    prepared by :func:`write_stats` once the run verified)."""
+    from . import outfolder
 
     run = run.resolve()
-    target = run / "report" if out is None else _out_path(out)
+    target = run / "report" if out is None else outfolder.out_path(out)
     assert target is not None
-    target = target.parent.resolve() / target.name
+    target = target.parent.resolve() / target.name if target.parent.exists() else target
     if target == run or target in run.parents:
         raise ConfigError(f"report folder {target} is the run folder or holds it",
                           "choose a new folder for --out, e.g. <run>/report or reports/<name>")
     if run in target.parents and (target.parent != run or target.name in {"cells", "gates"}):
         raise ConfigError(f"report folder {target} is inside the run's artefacts",
                           "choose a folder directly in the run (e.g. <run>/report) or outside it")
-    notes = atomic.recover(target) if target.parent.is_dir() else []
-    for note in notes:
-        print(f"note: {note}")
-    if target.exists() and not target.is_dir():
-        raise ConfigError(f"report folder {target} is a file", "choose a folder for --out")
-    if target.is_dir() and any(target.iterdir()):
-        if not is_derived(target):
-            raise ConfigError(f"{target} holds files that are not a SafetyRepro report",
-                              "choose another --out (only an earlier report is ever replaced)")
-        if not overwrite:
-            raise ConfigError(f"{target} already holds a report", "pass --overwrite to replace it, or choose another --out")
-    atomic.check_writable(target)
+    outfolder.check_form(target)
+    outfolder.check_replaceable(target, overwrite, is_ours=is_derived, what="SafetyRepro report")
     return target
 
 
@@ -342,7 +334,11 @@ def write_stats(results: GridResults, out: Path | None, *, n_resamples: int = 10
 
     ``out`` is checked by :func:`report_target`; the folder is written beside it and published
     atomically (:mod:`.atomic`), so a kill at any instant leaves the earlier report or the new one."""
+    from . import outfolder
+
     out = report_target(results.folder, out, overwrite=overwrite)
+    for note in outfolder.prepare(out):  # an interrupted earlier write of this report is finished
+        print(f"note: {note}", file=sys.stderr)
     seed = results.prepared.grid.seed if seed is None else seed
     stats = analyse(results, n_resamples=n_resamples, seed=seed, progress=progress)
     work = atomic.stage_dir(out)
@@ -368,7 +364,7 @@ def write_stats(results: GridResults, out: Path | None, *, n_resamples: int = 10
         (work / "report.html").write_text(_html(markdown, results, stats, scores, plots, document["gates"]))
         (work / REPORT_MARKER).write_text(json.dumps(header, indent=1) + "\n")
         atomic.sync_tree(work)
-        atomic.publish_dir(work, out)
+        outfolder.publish(work, out, is_ours=is_derived, what="SafetyRepro report")
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)

@@ -61,7 +61,8 @@ def main() -> None:
     b = time.perf_counter() - started
 
     # (c) the lower bound: the same unique requests, model already loaded, nothing else
-    from safetyrepro.adapters.gridrun import GridPlan, logprob_context
+    from safetyrepro.adapters.gridplan import GridPlan
+    from safetyrepro.adapters.scoring import logprob_context
     from safetyrepro.adapters.runner import load_model
 
     prepared = GridPlan(plan(grid), grid, None)

@@ -104,6 +104,19 @@ def load_anchor(path: str | Path) -> Anchor:
     return anchor
 
 
+def check_inputs(anchor: Anchor) -> None:
+    """What the comparison reads, checked before anything runs: the model folder (or id) and every
+    benchmark's data (files, pinned hashes, subset, the limit)."""
+    from safetyrepro.adapters.models.hf import resolve_model_path
+
+    resolve_model_path(anchor.model_spec)
+    for benchmark in anchor.benchmarks:
+        cell = cell_for(anchor.run_config(benchmark))
+        if anchor.limit > cell.n_subset:
+            raise ConfigError(f"anchor limit {anchor.limit} exceeds the {cell.n_subset} items of {benchmark}",
+                              f"use limit <= {cell.n_subset}")
+
+
 
 @functools.lru_cache(maxsize=64)
 def cell_for(config: RunConfig) -> Cell:

@@ -28,17 +28,20 @@ def compare(
     """Exit 0 when every harness agrees item by item (harmonized mode), 1 when one does not, 2 on bad input."""
     import shutil
 
-    from safetyrepro.adapters import atomic
-    from safetyrepro.adapters.runner import _out_path, check_out_dir
+    from safetyrepro.adapters import atomic, outfolder
 
-    from .anchor import load_anchor
+    from .anchor import check_inputs, load_anchor
     from .compare import run_comparison
-    from .report import write_report
+    from .report import is_comparison, write_report
 
+    # Every input before anything is printed or written: the anchor, its model and data, --out.
     anchor = load_anchor(anchor_file)
-    target = _out_path(out)
+    check_inputs(anchor)
+    target = outfolder.out_path(out)
     assert target is not None
-    for note in check_out_dir(target, overwrite):
+    outfolder.check_form(target)
+    outfolder.check_replaceable(target, overwrite, is_ours=is_comparison, what="crosspkg comparison")
+    for note in outfolder.prepare(target):
         print(f"note: {note}", file=sys.stderr)
     started = time.time()
 
@@ -49,7 +52,7 @@ def compare(
     comparison = run_comparison(anchor, staging, notify)  # on failure the staging folder keeps the logs
     paths = write_report(comparison, staging)
     atomic.sync_tree(staging)
-    atomic.publish_dir(staging, target)
+    outfolder.publish(staging, target, is_ours=is_comparison, what="crosspkg comparison")
     if staging.exists():
         shutil.rmtree(staging, ignore_errors=True)
     from .report import verdict

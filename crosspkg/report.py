@@ -183,6 +183,15 @@ def _html_table(rows: list[list[str]]) -> str:
     return "\n".join(out) + "</table>"
 
 
+def is_comparison(folder: Path) -> bool:
+    """A folder ``crosspkg compare`` wrote: its ``scores.json`` names the anchor's hash."""
+    try:
+        header = json.loads((folder / "scores.json").read_text())["header"]
+        return isinstance(header["anchor_sha256"], str) and len(header["anchor_sha256"]) == 64
+    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return False
+
+
 def write_report(comparison: Comparison, folder: Path) -> list[Path]:
     import pandas as pd
 

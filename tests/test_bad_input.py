@@ -109,8 +109,11 @@ BAD_INPUTS = [
     (["run", "--benchmark", "xstest", "--limit", "1", "--model", f"{W}/models/garbage"], "config.json is unreadable"),
     (["run", "--benchmark", "xstest", "--limit", "1", "--model", f"{W}/a_file"], "is a file, not a model folder"),
     # -- output folders: refused before any work, earlier results untouched --------------------
-    (["run", "--benchmark", "xstest", "--limit", "1", "--out", f"{W}/earlier"], "already holds files"),
-    (["run", "--benchmark", "xstest", "--limit", "1", "--out", f"{W}/a_file"], "is a file"),
+    (["run", "--benchmark", "xstest", "--limit", "1", "--out", f"{W}/earlier"],
+     "holds files that are not a `safetyrepro run` output"),
+    (["run", "--benchmark", "xstest", "--limit", "1", "--out", f"{W}/earlier", "--overwrite"],
+     "holds files that are not a `safetyrepro run` output"),
+    (["run", "--benchmark", "xstest", "--limit", "1", "--out", f"{W}/a_file"], "is an existing file"),
     (["run", "--benchmark", "xstest", "--limit", "1", "--out", f"{W}/a_file/sub"], "cannot be"),
     (["run", "--benchmark", "xstest", "--limit", "1", "--out", f"{W}/" + "x" * 300], "output folder"),
     (["run", "--benchmark", "xstest", "--limit", "1", "--out", "/proc/version/out"], "cannot be"),

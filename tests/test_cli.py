@@ -36,7 +36,7 @@ def test_run_writes_records_and_refuses_to_clobber(tmp_path: Path) -> None:
     records = (out / "records.jsonl").read_text()
     assert summary["counts"]["items"] == 2
     again = cli("run", "--benchmark", "xstest", "--limit", "1", "--out", str(out))
-    assert_one_line_error(again, "already holds files", "--overwrite")
+    assert_one_line_error(again, "already holds a `safetyrepro run` output", "--overwrite")
     assert (out / "records.jsonl").read_text() == records  # nothing already written was lost
 
 
@@ -63,7 +63,7 @@ def test_config_file_with_flag_override(tmp_path: Path) -> None:
         (["run", "--config", "/nonexistent.yaml"], ["config file /nonexistent.yaml does not exist"]),
         (["run", "--benchmark", "bbq", "--data-dir", "/nonexistent"], ["data folder /nonexistent does not exist"]),
         (["run", "--benchmark", "bbq", "--model", "/nonexistent-model", "--limit", "1"],
-         ["model '/nonexistent-model' could not be loaded"]),
+         ["model folder '/nonexistent-model' does not exist"]),
     ],
 )
 def test_bad_input_is_one_clear_line(args: list[str], needles: list[str]) -> None:

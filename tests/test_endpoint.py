@@ -20,7 +20,7 @@ import yaml
 from safetyrepro.adapters.cli import main
 from safetyrepro.adapters.errors import ConfigError
 from safetyrepro.adapters.grid import build_grid, plan
-from safetyrepro.adapters.gridrun import FingerprintWatch, endpoint_observations
+from safetyrepro.adapters.gridexec import FingerprintWatch, endpoint_observations
 from safetyrepro.adapters.models.endpoint import max_in_flight
 
 KEY_ENV = "SAFETYREPRO_TEST_API_KEY"
@@ -168,7 +168,7 @@ def test_a_grid_runs_on_the_endpoint_and_logs_what_the_server_said(run, server: 
     assert completions["request"]["context"].startswith("<|im_start|>")
     # L2: the server runs the weights the local model loads; L0: known by name only
     from safetyrepro.adapters.config import ModelSpec
-    from safetyrepro.adapters.gridrun import weights_sha256
+    from safetyrepro.adapters.identity import weights_sha256
     from safetyrepro.adapters.models.hf import weights_path
 
     assert completions["model"]["weights_sha256"] == weights_sha256(weights_path(ModelSpec()))

@@ -43,7 +43,7 @@ def test_gates_are_frozen_in_the_plan() -> None:
 
 
 def test_repeats_are_planned_after_each_models_cells() -> None:
-    from safetyrepro.adapters.gridrun import GridPlan
+    from safetyrepro.adapters.gridplan import GridPlan
 
     doc = {**GRID, "gates": {"repeat": {"configs": [{"benchmark": "xstest", "template": "minimal"}]}}}
     grid = build_grid(doc, source="grid.yaml")

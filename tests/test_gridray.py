@@ -20,7 +20,8 @@ import yaml
 from cli_in_process import cli
 from grid_files import results
 
-from safetyrepro.adapters.gridrun import EVENTS, MANIFEST, verify
+from safetyrepro.adapters.gridlayout import EVENTS, MANIFEST
+from safetyrepro.adapters.gridverify import verify
 
 if importlib.util.find_spec("ray") is None:  # (found, not imported: the local fixture checks it stays out)
     pytest.skip("the Ray executor is tested where the [ray] extra is installed (scripts/setup.sh)",

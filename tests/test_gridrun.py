@@ -19,7 +19,7 @@ from cli_in_process import cli
 from grid_files import results
 
 from safetyrepro.adapters import build_config, run
-from safetyrepro.adapters.gridrun import verify
+from safetyrepro.adapters.gridverify import verify
 
 GRID = {"models": [{"name": "embedded"}], "benchmarks": ["toxigen"], "templates": ["minimal", "cot"],
         "scorings": ["logprob", "regex"], "fewshots": [0], "decodings": ["greedy", "t0.7"], "limit": 3,
@@ -134,7 +134,7 @@ def _edit_lines(path: Path, change) -> None:  # noqa: ANN001 - a small local hel
         ("truncate", "(truncated)"),
         ("splice", "the chain is broken"),
         ("append", "is not the plan's request there (foreign)"),
-        ("edit-record", "does not match its manifest hash (edited)"),
+        ("edit-record", "item_id is 'x"),
         ("delete-record", "is missing (deleted)"),
         ("add-file", "is not an artefact of this plan (added)"),
     ],
@@ -154,11 +154,11 @@ def test_verify_reports_each_kind_of_tampering(uninterrupted: Path, tmp_path: Pa
     elif kind == "splice":
         _edit_lines(events, lambda ls: ls[:5] + [ls[2]] + ls[5:])
     elif kind == "append":
-        from safetyrepro.adapters.journal import _digest
+        from safetyrepro.adapters.hashing import sha256_json
 
         last = json.loads(events.read_text().splitlines()[-1])
         forged = {"seq": last["seq"] + 1, "key": "0" * 64, "prev": last["sha256"], "body": {"request": {}}}
-        forged["sha256"] = _digest(forged)
+        forged["sha256"] = sha256_json(forged)
         with open(events, "a") as handle:
             handle.write(json.dumps(forged) + "\n")
     elif kind == "edit-record":
@@ -176,7 +176,7 @@ def test_verify_reports_each_kind_of_tampering(uninterrupted: Path, tmp_path: Pa
 
 def _rechain(events: Path, change) -> None:  # noqa: ANN001 - a small local helper
     """Rewrite a log's entries consistently (as another environment would have written them)."""
-    from safetyrepro.adapters.journal import _digest
+    from safetyrepro.adapters.hashing import sha256_json
 
     lines = events.read_text().splitlines()
     prev = json.loads(lines[0])["sha256"]
@@ -185,7 +185,7 @@ def _rechain(events: Path, change) -> None:  # noqa: ANN001 - a small local help
         entry = json.loads(line)
         change(entry["body"])
         entry = {"seq": entry["seq"], "key": entry["key"], "prev": prev, "body": entry["body"]}
-        entry["sha256"] = prev = _digest(entry)
+        entry["sha256"] = prev = sha256_json(entry)
         out.append(json.dumps(entry, separators=(",", ":")))
     events.write_text("\n".join(out) + "\n")
 

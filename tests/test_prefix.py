@@ -8,7 +8,7 @@ import pytest
 
 from safetyrepro.adapters import build_config
 from safetyrepro.adapters.cell import prepare_cell
-from safetyrepro.adapters.gridrun import logprob_context
+from safetyrepro.adapters.scoring import logprob_context
 from safetyrepro.adapters.models.prefix import StateCache
 
 
@@ -101,7 +101,7 @@ def test_a_generation_config_with_processors_decodes_through_generate(fresh, con
 
 
 def test_states_are_kept_per_thread_count_and_never_changed_by_use(fresh, contexts: list[str]) -> None:
-    from safetyrepro.adapters.gridrun import pinned_threads
+    from safetyrepro.adapters.gridexec import pinned_threads
 
     pairs = [(logprob_context(c), " It depends") for c in contexts]  # several tokens: a forward on the state
     with pinned_threads(1):

@@ -131,7 +131,7 @@ def test_a_report_inside_the_run_keeps_it_verifiable_and_is_not_clobbered(run: P
     assert cli("verify", str(run), cwd=run).returncode == 0
     before = (run / "report" / "stats.json").read_bytes()
     proc = cli("stats", str(run), cwd=run)
-    assert proc.returncode == 2 and "already holds a report" in proc.stderr and "--overwrite" in proc.stderr
+    assert proc.returncode == 2 and "already holds a SafetyRepro report" in proc.stderr and "--overwrite" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and (run / "report" / "stats.json").read_bytes() == before
     # The same run and settings give the same statistics.
     proc = cli("stats", str(run), "--n-resamples", "200", "--overwrite", cwd=run)
@@ -218,28 +218,55 @@ def test_gates_numbers_are_recomputed_from_the_records(run: Path) -> None:
     assert f"**Instrument gates: {verdict_line}" in (run / "report" / "report.md").read_text()
 
 
+def _rewrite_replay(log: Path, change) -> None:  # noqa: ANN001 - a small local helper
+    """Rewrite a replay log consistently (as a replay that got other answers would have written it):
+    what verify cannot tell from a real replay, so the verdict computed from it is honest."""
+    from safetyrepro.adapters.hashing import sha256_json
+
+    lines = log.read_text().splitlines()
+    prev, out = json.loads(lines[0])["sha256"], [lines[0]]
+    for line in lines[1:]:
+        entry = json.loads(line)
+        body = entry["body"]
+        body["response"] = change(body["response"])
+        body["response_sha256"] = sha256_json(body["response"])
+        entry = {"seq": entry["seq"], "key": entry["key"], "prev": prev, "body": body}
+        entry["sha256"] = prev = sha256_json(entry)
+        out.append(json.dumps(entry, separators=(",", ":")))
+    log.write_text("\n".join(out) + "\n")
+
+
 def test_a_failed_gate_marks_every_statistic_as_not_supported(run: Path, tmp_path: Path) -> None:
     copy = tmp_path / "failed"
     shutil.copytree(run, copy, ignore=shutil.ignore_patterns("report"))
     gates = copy / "gates" / "gates.json"
+    # A replay whose loglikelihoods came back reversed (each candidate's sign flipped): its
+    # predictions disagree with the run's, so the replay gate fails when computed from it.
+    _rewrite_replay(copy / "gates" / "replay.jsonl", lambda response: [-response[0], response[1]])
+    proc = cli("verify", str(copy), cwd=tmp_path)
+    assert proc.returncode == 1 and "gates/gates.json: " in proc.stdout  # the written PASS no longer holds
+    proc = cli("stats", str(copy), "--n-resamples", "20", cwd=tmp_path)
+    assert proc.returncode == 2 and "gate verdict does not hold" in proc.stderr and "safetyrepro gate" in proc.stderr
+    assert cli("gate", str(copy), cwd=tmp_path).returncode == 1  # FAIL, written
     document = json.loads(gates.read_text())
-    document["gates"]["repeat"]["status"], document["supported"] = "FAIL", False  # as a failed repeat writes it
-    gates.write_text(json.dumps(document))
-    assert cli("verify", str(copy), cwd=tmp_path).returncode == 0  # the gates folder is not an artefact
+    assert document["gates"]["replay"]["status"] == "FAIL" and document["supported"] is False
+    assert cli("verify", str(copy), cwd=tmp_path).returncode == 0
     proc = cli("stats", str(copy), "--n-resamples", "20", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "NO (repeat gate failed)" in proc.stdout and "not supported" in proc.stdout
+    assert "NO (replay gate failed)" in proc.stdout and "not supported" in proc.stdout
     stats = json.loads((copy / "report" / "stats.json").read_text())
-    assert stats["gates"]["supported"] is False and stats["gates"]["failed"] == ["repeat"]
+    assert stats["gates"]["supported"] is False and stats["gates"]["failed"] == ["replay"]
     markdown = (copy / "report" / "report.md").read_text()
-    assert "**Instrument gates: NO (repeat gate failed).**" in markdown
+    assert "**Instrument gates: NO (replay gate failed).**" in markdown
     table_rows = [line for line in markdown.splitlines() if line.startswith("| toxigen") and " vs " in line]
-    assert table_rows and all("NO (repeat gate failed)" in line for line in table_rows)
-    # Gates evaluated on other results (the run changed since) do not count: unchecked.
-    document["manifest_sha256"] = "0" * 64
+    assert table_rows and all("NO (replay gate failed)" in line for line in table_rows)
+    # A verdict edited back to PASS is caught before the statistics print it.
+    document["gates"]["replay"]["status"], document["supported"] = "PASS", True
     gates.write_text(json.dumps(document))
     proc = cli("stats", str(copy), "--n-resamples", "20", "--out", str(tmp_path / "r2"), cwd=tmp_path)
-    assert proc.returncode == 0 and "instrument gates: unchecked" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 2 and "gate verdict does not hold" in proc.stderr, proc.stderr
+    assert "gates.replay.status is 'PASS', the run gives 'FAIL'" in proc.stderr
+    assert not (tmp_path / "r2").exists()
 
 
 def test_gate_command_refuses_a_tampered_replay(run: Path, tmp_path: Path) -> None:
@@ -251,10 +278,19 @@ def test_gate_command_refuses_a_tampered_replay(run: Path, tmp_path: Path) -> No
     lines[1] = next(lines[1].replace(a, b, 1) for a, b in flipped.items() if a in lines[1])
     log.write_text("\n".join(lines) + "\n")
     before = (copy / "gates" / "gates.json").read_bytes()
-    proc = cli("gate", str(copy), cwd=tmp_path)
-    assert proc.returncode == 2 and "replay.jsonl" in proc.stderr and "--replay --overwrite" in proc.stderr, proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    for command in (("gate", str(copy)), ("stats", str(copy))):
+        proc = cli(*command, cwd=tmp_path)
+        assert proc.returncode == 2 and "replay.jsonl" in proc.stderr and "--replay --overwrite" in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert (copy / "gates" / "gates.json").read_bytes() == before  # nothing written over
+    assert not (copy / "report").exists()
+    proc = cli("verify", str(copy), cwd=tmp_path)
+    assert proc.returncode == 1 and "replay.jsonl" in proc.stdout
+    # The fix it names works: a new replay replaces the tampered one (only once it is complete).
+    proc = cli("gate", str(copy), "--replay", "--overwrite", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert cli("verify", str(copy), cwd=tmp_path).returncode == 0
+    assert sorted(p.name for p in (copy / "gates").iterdir()) == ["gates.json", "replay.jsonl"]
 
 
 def test_verify_is_not_fooled_by_derived_markers_or_report_leftovers(run: Path, tmp_path: Path) -> None:
@@ -271,7 +307,7 @@ def test_verify_is_not_fooled_by_derived_markers_or_report_leftovers(run: Path, 
     records = cell / "records.jsonl"
     records.write_text(records.read_text().replace('"item_id"', '"item_id" ', 1))
     proc = cli("verify", str(copy), cwd=tmp_path)
-    assert proc.returncode == 1 and "records.jsonl does not match its manifest hash" in proc.stdout, proc.stdout
+    assert proc.returncode == 1 and "records.jsonl item" in proc.stdout and "formatting only" in proc.stdout, proc.stdout
 
 
 def test_stats_never_writes_over_the_run_or_a_foreign_folder(run: Path, tmp_path: Path) -> None:
@@ -287,3 +323,124 @@ def test_stats_never_writes_over_the_run_or_a_foreign_folder(run: Path, tmp_path
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert (foreign / "keep.txt").read_text() == "mine"
     assert cli("verify", str(run), cwd=run).returncode == 0
+
+
+def _rehash_manifest(folder: Path) -> None:
+    """Make manifest.json agree with the files again, as a forger would."""
+    from safetyrepro.adapters.hashing import sha256_file
+
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["files"] = {name: sha256_file(folder / name) for name in manifest["files"]}
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+def _edit_json(path: Path, change) -> None:  # noqa: ANN001 - a small local helper
+    document = json.loads(path.read_text())
+    change(document)
+    path.write_text(json.dumps(document, indent=1) + "\n")
+
+
+def _edit_table(path: Path, column: str, value) -> None:  # noqa: ANN001 - a small local helper
+    table = pd.read_parquet(path)
+    table.loc[0, column] = value
+    table.to_parquet(path, index=False)
+
+
+def _edit_first_record(path: Path, field: str, value) -> None:  # noqa: ANN001 - a small local helper
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[0])
+    record[field] = value
+    path.write_text("\n".join([json.dumps(record, separators=(",", ":")), *lines[1:]]) + "\n")
+
+
+def _first_repeated_cell(folder: Path) -> Path:
+    return next(p for p in sorted((folder / "cells").iterdir()) if (p / "repeat").is_dir())
+
+
+# (what is edited, how, what verify must name): every result edit comes with a re-hashed manifest.
+TAMPERS = [
+    ("cell summary", lambda f: _edit_json(next(iter(sorted((f / "cells").iterdir()))) / "summary.json",
+                                          lambda d: d["metrics"][next(iter(d["metrics"]))].update(value=0.123)),
+     "summary.json: metrics."),
+    ("a prediction", lambda f: _edit_first_record(next(iter(sorted((f / "cells").iterdir()))) / "records.jsonl",
+                                                  "prediction", 1), "records.jsonl item"),
+    ("cells.parquet", lambda f: _edit_table(f / "cells.parquet", "value", 0.987), "cells.parquet row 0"),
+    ("the run summary", lambda f: _edit_json(f / "summary.json", lambda d: d.update(requests=1)),
+     "summary.json: requests is 1"),
+    ("repeats.parquet", lambda f: _edit_table(f / "repeats.parquet", "ci_low", -1.0), "repeats.parquet row 0"),
+    ("a repeat's records", lambda f: _edit_first_record(_first_repeated_cell(f) / "repeat" / "records.jsonl",
+                                                        "extraction_rule", "forged"), "repeat/records.jsonl item"),
+    ("the gate verdict", lambda f: _edit_json(f / "gates" / "gates.json",
+                                              lambda d: d["gates"]["repeat"].update(status="PASS", threshold=0.0)),
+     "gates/gates.json: gates.repeat.threshold is 0.0"),
+]
+
+
+@pytest.mark.parametrize(("name", "tamper", "named"), TAMPERS, ids=[t[0] for t in TAMPERS])
+def test_verify_recomputes_every_result_from_the_log(run: Path, tmp_path: Path, name: str, tamper, named: str) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns("report"))
+    tamper(copy)
+    _rehash_manifest(copy)
+    proc = cli("verify", str(copy), cwd=tmp_path)
+    assert proc.returncode == 1 and named in proc.stdout and "(edited)" in proc.stdout, proc.stdout
+    assert "does not match its manifest.json hash" not in proc.stdout  # the manifest agrees: recomputation caught it
+    assert proc.stderr == ""
+
+
+@pytest.mark.parametrize(("damage", "named"), [
+    ("torn", "the last line is torn"), ("empty", "events.jsonl is empty"), ("deleted", "events.jsonl is missing"),
+    ("unreadable", "events.jsonl cannot be read")])
+def test_verify_reports_a_damaged_log_without_a_traceback(run: Path, tmp_path: Path, damage: str, named: str) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns("report"))
+    events = copy / "events.jsonl"
+    if damage == "torn":
+        events.write_bytes(events.read_bytes()[:-30])
+    elif damage == "empty":
+        events.write_bytes(b"")
+    else:
+        events.unlink()
+        if damage == "unreadable":
+            events.mkdir()  # (as root a chmod would not stop the read)
+    proc = cli("verify", str(copy), cwd=tmp_path)
+    assert proc.returncode == 1 and named in proc.stdout, proc.stdout
+    assert "log_sha256 none" in proc.stdout and proc.stderr == ""
+
+
+def test_verify_prints_the_anchor_and_checks_an_expected_one(run: Path, tmp_path: Path) -> None:
+    from safetyrepro.adapters.gridresults import GridResults
+
+    proc = cli("verify", str(run), cwd=tmp_path)
+    lines = dict(line.split(" ", 1) for line in proc.stdout.splitlines()[1:])
+    plan = json.loads((run / "plan.json").read_text())
+    last = json.loads((run / "events.jsonl").read_text().splitlines()[-1])
+    assert proc.returncode == 0 and lines == {"plan_sha256": plan["plan_sha256"], "log_sha256": last["sha256"]}
+    assert cli("verify", str(run), "--expect", last["sha256"], cwd=tmp_path).returncode == 0
+    # A log and results rewritten consistently pass every other check; the quoted hash catches them.
+    copy = tmp_path / "rewritten"
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns("report"))
+    entries = [json.loads(line) for line in (copy / "events.jsonl").read_text().splitlines()]
+    from safetyrepro.adapters.hashing import sha256_json
+
+    prev = entries[0]["sha256"]
+    for entry in entries[1:]:
+        entry["body"]["utc"] = "2020-01-01T00:00:00.000+00:00"  # changes no result, only the chain
+        entry.update(prev=prev, sha256=sha256_json({k: entry[k] for k in ("seq", "key", "body")} | {"prev": prev}))
+        prev = entry["sha256"]
+    (copy / "events.jsonl").write_text("".join(json.dumps(e, separators=(",", ":")) + "\n" for e in entries))
+    _rehash_manifest(copy)
+    _edit_json(copy / "manifest.json", lambda d: d.update(events_last_sha256=prev))
+    shutil.rmtree(copy / "gates")
+    assert cli("verify", str(copy), cwd=tmp_path).returncode == 0
+    proc = cli("verify", str(copy), "--expect", last["sha256"], cwd=tmp_path)
+    assert proc.returncode == 1 and f"not the expected {last['sha256']}" in proc.stdout
+    # The GRID card quotes the anchor.
+    card = cli("card", str(next((run / "cells").iterdir())), "--format", "yaml", cwd=tmp_path)
+    assert f"log_sha256: {last['sha256']}" in card.stdout
+    assert GridResults.open(run).log_sha256 == last["sha256"]
+    for args, message in ((("verify", str(tmp_path)), "is not a grid run"), (("verify", str(tmp_path / "nope")), "is not a folder"),
+                          (("verify", str(run), "--expect", "abc"), "is not a SHA-256")):
+        proc = cli(*args, cwd=tmp_path)
+        assert proc.returncode == 2 and message in proc.stderr and proc.stdout == "", proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,7 +49,25 @@ def resolve_model_path(spec: ModelSpec) -> str:
         return str(folder)
     if folder.exists():
         raise ConfigError(f"model {spec.name_or_path!r} is a file, not a model folder", "pass a model folder or an HF id")
-    return spec.name_or_path
+    return _hub_id(spec.name_or_path)
+
+
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?")
+
+
+def _hub_id(name: str) -> str:
+    """A name that is no folder here: an HF id, which must be in the local cache when the hub is
+    off (the tests', CI's and most clusters' setting) -- else one error now, not a traceback at load."""
+    fix = "pass `embedded`, an existing model folder, or an HF id in the local cache (or allow the hub)"
+    if not _HUB_ID.fullmatch(name) or name.endswith((".", "-")) or ".." in name:
+        raise ConfigError(f"model folder {name!r} does not exist", fix)
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        from huggingface_hub import try_to_load_from_cache
+
+        if not isinstance(try_to_load_from_cache(name, "config.json"), str):
+            raise ConfigError(f"model {name!r} is neither a folder here nor an HF id in the local cache "
+                              "(HF_HUB_OFFLINE is set)", fix)
+    return name
 
 
 def _load_error(spec: ModelSpec, exc: Exception) -> ConfigError:

@@ -1,0 +1,77 @@
+"""What a model's responses depend on, as the request log records it: its weights (SHA-256 of the
+weight files), the runtime that computes with them, and the library versions."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+__all__ = ["identity", "library_versions", "weights_sha256"]
+
+
+def library_versions() -> dict[str, str]:
+    """The versions of the libraries a response's bytes depend on (``not installed`` where absent)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("safetyrepro", "torch", "transformers", "tokenizers", "bitsandbytes"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def weights_sha256(folder: str) -> str:
+    """SHA-256 over the model folder's weight files (name and bytes, sorted): the model's identity.
+    An HF id is resolved to its local snapshot; one that cannot be is identified by name only
+    (``id:`` prefix), which the log then says."""
+    digest = hashlib.sha256()
+    root = Path(folder)
+    if not root.is_dir():
+        try:
+            from huggingface_hub import snapshot_download
+
+            root = Path(snapshot_download(folder, local_files_only=True))
+        except Exception:  # noqa: BLE001 - any failure means: not resolvable to bytes here
+            return "id:" + folder
+    for path in sorted(p for p in root.iterdir() if p.suffix in (".safetensors", ".bin", ".gguf") and p.is_file()):
+        digest.update(path.name.encode())
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def identity(model: Any) -> dict[str, Any]:
+    """What a model's responses depend on: its weights and the runtime that computes with them
+    (NF4 on CPU depends on the CPU's kernel path; thread count moves nothing measurable)."""
+    from .models.base import runtime_facts
+    from .models.hf import weights_path
+
+    if model.endpoint is not None:  # what the observer knows of a server, by its identity level
+        e = model.endpoint
+        weights = f"id:{e.model}@{e.url}"
+        if e.identity == "L2":
+            weights = weights_sha256(weights_path(model.spec))
+            if weights.startswith("id:") or weights == hashlib.sha256().hexdigest():
+                raise ConfigError(f"model {model.name} claims identity L2, and {model.path!r} holds no weight files "
+                                  "here to hash", "set path to the local folder the server was started from, "
+                                  "or claim identity L0 / L1")
+        # (concurrency is the plan's, not the model's: a replay may run at another one)
+        return {"name": model.name, "path": model.path, "quantization": "server", "dtype": "server",
+                "weights_sha256": weights,
+                "runtime": {"endpoint": e.url, "served_model": e.model, "api": e.api, "identity": e.identity}
+                | ({"mirrors": list(e.mirrors)} if e.mirrors else {})}
+    from .models.prefix import ENGINE
+
+    facts = runtime_facts(model.quantization, "cpu")
+    found = {"name": model.name, "path": model.path, "quantization": model.quantization,
+             "weights_sha256": weights_sha256(weights_path(model.spec)),
+             "runtime": {k: v for k, v in facts.items() if k != "torch_threads"} | {"engine": ENGINE}}
+    # Same weights at another precision are another instrument; the default stays implicit so
+    # logs written before the field existed keep their anchor.
+    return found | ({"dtype": model.dtype} if model.dtype != "float32" else {})
