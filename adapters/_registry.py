@@ -1,14 +1,20 @@
-"""The plugin manager and lookups by name. Entry points load lazily, on first lookup."""
+"""The plugin manager and lookups by name. Entry points load lazily, on first lookup.
+
+The registry imports no content: benchmarks, styles and scorers come from plugins (the built-ins
+are a plugin too, found through its entry point or, from a source tree without installed
+metadata, loaded by name), so nothing the registry serves depends on it at import time.
+"""
 
 from __future__ import annotations
 
 import functools
+import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from . import builtin_plugin, hookspecs
+from . import hookspecs
 from .errors import ConfigError
 
 if TYPE_CHECKING:
@@ -22,9 +28,10 @@ def plugin_manager() -> pluggy.PluginManager:
     manager = pluggy.PluginManager(hookspecs.PROJECT)
     manager.add_hookspecs(hookspecs)
     manager.load_setuptools_entrypoints(hookspecs.PROJECT)
-    if not manager.is_registered(builtin_plugin):
+    builtins = importlib.import_module(f"{__package__}.builtin_plugin")  # (already imported by its entry point)
+    if not manager.is_registered(builtins):
         # Running from a source tree without installed metadata: register the built-ins directly.
-        manager.register(builtin_plugin, name="builtins")
+        manager.register(builtins, name="builtins")
     return manager
 
 
@@ -82,17 +89,6 @@ def get_style(name: str) -> Style:
 
 def get_scorer(name: str) -> Scorer:
     return _pick("scoring", name, all_scorers())
-
-
-def get_harness_scorer(name: str) -> Scorer:
-    """A scoring path the harness bindings translate (``Scorer.harness``); others are refused."""
-    scorer = get_scorer(name)
-    if not scorer.harness:
-        usable = sorted(n for n, s in all_scorers().items() if s.harness)
-        raise ConfigError(f"scoring {name!r} is not translated into the harnesses (it runs in the core runner and the "
-                          "grid)", f"use scoring {' or '.join(usable)} here, or run {name!r} with `safetyrepro run` or "
-                          "`safetyrepro grid`")
-    return scorer
 
 
 def template_file(bench: Benchmark) -> Path:

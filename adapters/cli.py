@@ -288,11 +288,11 @@ def stats_cmd(
     data_dir: DataDir = None,
 ) -> None:
     """Rank-instability statistics of a verified grid run: flips, orderings, tau, ANOVA, noise, cards, report."""
-    from .gridresults import GridResults
+    from .gridverify import open_verified
     from .statsreport import report_target, supported_label, write_stats
 
     report_target(folder, out, overwrite=overwrite)  # a bad --out is refused before the run is read
-    results = GridResults.open(folder, data_dir=data_dir)
+    results = open_verified(folder, data_dir=data_dir)
     document = write_stats(results, out, n_resamples=n_resamples, overwrite=overwrite)
     target = Path(document["report"])
     table = Table(title=f"rank stability per benchmark (plan {document['plan_sha256'][:16]})", title_justify="left")
@@ -326,14 +326,14 @@ def card_cmd(
 ) -> None:
     """The GRID card of one result: the configuration that produced its scores."""
     from .card import card, to_markdown, to_yaml
-    from .gridresults import GridResults
+    from .gridverify import open_verified
 
     if format not in ("md", "yaml"):
         raise ConfigError(f"unknown card format {format!r}", "use --format md or --format yaml")
     cell = cell.resolve() if cell.exists() else cell
     if not (cell / "summary.json").is_file() or cell.parent.name != "cells":
         raise ConfigError(f"{cell} is not a grid cell folder", "pass <run>/cells/<cell_id> of a finished grid run")
-    results = GridResults.open(cell.parent.parent, data_dir=data_dir)
+    results = open_verified(cell.parent.parent, data_dir=data_dir)
     grid_card = card(results, cell.name)
     print(to_markdown(grid_card) if format == "md" else to_yaml(grid_card), end="")
 
@@ -350,9 +350,9 @@ def gate_cmd(
 ) -> None:
     """The instrument's stability gates: repeat (in the run) and replay (later); PASS/FAIL with the numbers."""
     from .gates import GATES_FOLDER, evaluate, run_replay
-    from .gridresults import GridResults
+    from .gridverify import open_verified
 
-    results = GridResults.open(folder, data_dir=data_dir, gate_verdict=False)  # the verdict is what this writes
+    results = open_verified(folder, data_dir=data_dir, gate_verdict=False)  # the verdict is what this writes
     if results.prepared.grid.gates is None:
         evaluate(results)  # the one clear error
     if concurrency is not None and not replay:

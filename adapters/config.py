@@ -205,8 +205,13 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="after")
     def _extraction_fits(self) -> RunConfig:
-        if self.extraction == "xstest-strmatch" and (self.benchmark != "xstest" or self.scoring != "regex"):
-            raise ValueError("extraction xstest-strmatch applies to benchmark xstest with scoring regex only")
+        from . import _registry
+
+        scorer = _registry.all_scorers().get(self.scoring)
+        if self.extraction == "xstest-strmatch" and (self.benchmark != "xstest" or not getattr(scorer, "reads_extraction",
+                                                                                            False)):
+            raise ValueError("extraction xstest-strmatch applies to benchmark xstest on a scoring path that reads "
+                             "generations with the extraction rules (regex) only")
         return self
 
     @property

@@ -1,6 +1,8 @@
 """Where the upstream benchmark files come from and how they are found and verified.
 
-Every file is pinned by commit-pinned URL and SHA-256 (the values in ``shared/data/README.md``).
+Every file is pinned by commit-pinned URL and SHA-256 (the values in ``shared/data/README.md``);
+each benchmark module declares its own (``Benchmark.files``), and this module takes those
+:class:`DataFile` s, never benchmark names.
 A run reads a data folder given by ``--data-dir`` / ``SAFETYREPRO_DATA_DIR`` laid out like the
 upstream snapshot; without one it downloads the pinned files into the user cache and verifies each
 hash before first use.
@@ -34,72 +36,9 @@ class DataFile:
     sha256: str
 
 
-def _gh(repo: str, commit: str, path: str) -> str:
+def github_raw(repo: str, commit: str, path: str) -> str:
+    """A file's URL at a pinned commit of a GitHub repository."""
     return f"https://raw.githubusercontent.com/{repo}/{commit}/{path}"
-
-
-_TQA = ("sylinrl/TruthfulQA", "d71c110897f5d31c5d7f309e7bc316c152f6f031")
-_BBQ = ("nyu-mll/BBQ", "bea11bd97d79217245b5871acd247b9d6eb24598")
-_CROWS = ("nyu-mll/crows-pairs", "8aaac11c485473159ec9328a65253a5be9a479dc")
-_XST = ("paul-rottger/exaggerated-safety", "d7bb5bd738c1fcbc36edd83d5e7d1b71a3e2d84d")
-# annotated_train.csv is a Git LFS object upstream; its sha256 equals the LFS oid, so the media
-# (LFS) URL of this pinned commit serves the exact bytes.
-_TOXIGEN_LFS = "https://media.githubusercontent.com/media/bramdelisse/toxigen-data/c0bc65beb647077c2a47752d865041f756448c4e"
-
-BBQ_CATEGORIES_PRESENT = (
-    "Age",
-    "Disability_status",
-    "Nationality",
-    "Physical_appearance",
-    "Religion",
-    "Sexual_orientation",
-)
-"""The six BBQ categories in the shared snapshot; the evaluation subset is drawn from these only,
-so a user holding all eleven files gets the same subset."""
-
-BBQ_CATEGORIES_MISSING = {
-    "Gender_identity": "8b5adbb368510a97d5775dc43e1c719e0249fe2da33f13c83e3e29edafec7a00",
-    "Race_ethnicity": "4a9f1214cfaa115ce7f0bdb40609122e431f5152c71b8ca64d665e483b946ae6",
-    "Race_x_SES": "af8e2ae3d0e5be9ebcbfe7149e591d47ff649e263307f4548f7fb12f6a6d83e8",
-    "Race_x_gender": "e5dbba782f8c4e25b99dd5470b5136e2db73dbf401cf6d4a5a3ed31b02f95696",
-    "SES": "9f92754bb037b0982604b9112705fb81d60a19d9e759c67e4a85e484a070f528",
-}
-"""Categories not in the snapshot (files of 4 MiB or more); pinned so a later copy can be checked."""
-
-_BBQ_SHA = {
-    "Age": "46e805b3fc2d8cbd26eeb8e8430d98cf7b2dc9c83574ff3674e8ce4f0fca2a60",
-    "Disability_status": "375d40d9b71f056150264445ec189b13934998f3f49a1e311aa7578eb3b45e5f",
-    "Nationality": "a583e74666aec0341ded8aa3983e7cad694eb24de72c254d28b2df3035720090",
-    "Physical_appearance": "e48d7e13508565f4801574e611043470c25c95a0a62af3699cb5ee7cb02608fb",
-    "Religion": "cb9555f9f3454a52cd2df85956b59bd7fcca5aa922c8527693b1164d08417616",
-    "Sexual_orientation": "2c71036b9e7584fe589c42aef32c1a42bc01b9a5e9b1b8704342630cdb08cefd",
-}
-
-FILES: dict[str, tuple[DataFile, ...]] = {
-    "truthfulqa": (
-        DataFile("truthfulqa/v0/TruthfulQA.csv", _gh(*_TQA, "data/v0/TruthfulQA.csv"),
-                 "8d7dd15f033196140f032d97d30f037da7a7b1192c3f36f9937c1850925335a2"),
-        DataFile("truthfulqa/v0/mc_task.json", _gh(*_TQA, "data/v0/mc_task.json"),
-                 "6eb4125d25750c0145c4be2dce00440736684ab6f74ce6bff2139571cc758954"),
-    ),
-    "bbq": tuple(
-        DataFile(f"bbq/{cat}.jsonl", _gh(*_BBQ, f"data/{cat}.jsonl"), sha)
-        for cat, sha in _BBQ_SHA.items()
-    ),
-    "crows_pairs": (
-        DataFile("crows_pairs/crows_pairs_anonymized.csv",
-                 _gh(*_CROWS, "data/crows_pairs_anonymized.csv"),
-                 "dfb36986ce0502abbaf7055b9176da3d08d48e07df1251991b5dfbcbceab9d0c"),
-    ),
-    "xstest": (
-        DataFile("xstest/xstest_prompts.csv", _gh(*_XST, "xstest_prompts.csv"),
-                 "11783fb294ed017473ee53c207d71f2161c7672c8d0b037501e78387f801cb5a"),
-    ),
-    "toxigen": (
-        DataFile("toxigen/annotated_train.csv", f"{_TOXIGEN_LFS}/annotated_train.csv",
-                 "968e6bf2b637cca1118f31e2ec085833d0fee38cbe0f102508239184e266e62a"),
-    ),
-}
 
 
 def cache_root() -> Path:
@@ -172,22 +111,13 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> DataSour
     return DataSource(cache_root() / "data", "cache")
 
 
-def _files(benchmark: str | Sequence[DataFile]) -> Sequence[DataFile]:
-    """A benchmark's declared files (built-in or plugin), by name, or the files themselves."""
-    if isinstance(benchmark, str):
-        from ._registry import get_benchmark
-
-        return get_benchmark(benchmark).files
-    return benchmark
-
-
-def download(benchmark: str | Sequence[DataFile], source: DataSource) -> None:
-    """Fetch the benchmark's pinned files into ``source.root`` and verify each hash.
+def download(files: Sequence[DataFile], source: DataSource) -> None:
+    """Fetch the pinned files (a benchmark's ``files``) into ``source.root`` and verify each hash.
 
     A file is written to a temporary name first and renamed only after its hash matches, so a
     broken download never leaves a partial file where a good one is expected.
     """
-    for data_file in _files(benchmark):
+    for data_file in files:
         target = source.root / data_file.path
         if target.is_file() and sha256_of(target) == data_file.sha256:
             continue
@@ -214,11 +144,11 @@ def download(benchmark: str | Sequence[DataFile], source: DataSource) -> None:
             tmp.unlink(missing_ok=True)
 
 
-def ensure_files(benchmark: str | Sequence[DataFile], source: DataSource) -> dict[str, Path]:
-    """Paths of the benchmark's files, each checked against its pinned SHA-256.
+def ensure_files(files: Sequence[DataFile], source: DataSource) -> dict[str, Path]:
+    """Paths of the files (a benchmark's ``files``), each checked against its pinned SHA-256.
 
     User-given folders are verified too: a file that differs from upstream would change scores.
     """
     if source.origin == "cache":
-        download(benchmark, source)
-    return {f.path: source.verify(f) for f in _files(benchmark)}
+        download(files, source)
+    return {f.path: source.verify(f) for f in files}

@@ -51,7 +51,7 @@ from .gridresults import GridResults
 from .gridexec import execute, pinned_threads
 from .gridlayout import GATES_FORMAT, GATES_MARKER, MANIFEST, REPEAT_FOLDER
 from .gridoutput import cell_records
-from .gridplan import Request
+from .gridplan import ModelRequest
 from .hashing import sha256_json
 from .identity import identity, library_versions
 from .journal import Journal
@@ -308,7 +308,7 @@ def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, s
             if position <= done:
                 continue
             batch = results.prepared.keys[a:b]
-            requests = [Request(**results.events[k]["request"]) for k in batch]
+            requests = [ModelRequest(**results.events[k]["request"]) for k in batch]
             if loaded != requests[0].model:  # model-major: the previous one is done
                 if loaded is not None:
                     release_models()

@@ -277,21 +277,20 @@ def plan(grid: GridConfig) -> dict[str, Any]:
                                "seed": grid.seed, "n_resamples": grid.n_resamples, "batch_size": grid.batch_size,
                                "max_new_tokens": grid.max_new_tokens},
                               source=f"grid cell {fields}")
-        reasoning = _registry.get_style(template).reasoning
-        if _registry.get_scorer(scoring).asks_mirrored and reasoning:
+        style = _registry.get_style(template)
+        scorer = _registry.get_scorer(scoring)
+        if scorer.asks_mirrored and style.reasoning:
             raise ConfigError(f"scoring {scoring} needs a direct template, and the grid pairs it with {template}",
                               f"add the exclusion {{template: {template}, scoring: {scoring}}} to the grid")
-        scorer = _registry.get_scorer(scoring)
-        if model.endpoint is not None and scorer.reads_loglikelihoods and not model.endpoint.echo_logprobs:
+        if model.endpoint is not None and scorer.asks_loglikelihoods(style) and not model.endpoint.echo_logprobs:
             raise ConfigError(f"model {model.name} is an endpoint and scoring {scoring} needs loglikelihoods of given "
                               "continuations, which OpenAI-compatible servers return only through completions "
                               "echo + logprobs",
                               "set echo_logprobs: true in the model's endpoint if its server returns them (vLLM, "
                               f"llama-cpp-python), or add the exclusion {{model: {model.name}, scoring: {scoring}}} "
                               "to the grid")
-        # Direct loglikelihood paths do not decode: their cells at any decoding compute the same.
-        decodes = not scorer.reads_loglikelihoods or reasoning
-        same_as = config if decodes else config.model_copy(update={"decoding": "greedy"})
+        # A cell that generates nothing does not decode: its cells at any decoding compute the same.
+        same_as = config if scorer.generates(style) else config.model_copy(update={"decoding": "greedy"})
         cells.append({**fields, "config": config.model_dump(mode="json"), "config_sha256": config.config_hash(),
                       "compute_key": same_as.config_hash()})
     if not cells:

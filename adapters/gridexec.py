@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from .gridplan import Request
+from .gridplan import ModelRequest, RequestPlan
 from .hashing import sha256_json
-from .scoring import logprob_context
+from .requests import logprob_context
 
-__all__ = ["FingerprintWatch", "compute_batch", "endpoint_observations", "execute", "pinned_threads", "request_pair"]
+__all__ = ["FingerprintWatch", "compute_batch", "endpoint_observations", "execute", "pinned_threads", "request_pair",
+           "run_batches"]
 
 
 @contextlib.contextmanager
@@ -37,7 +38,7 @@ def pinned_threads(count: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def execute(requests: list[Request], lm: Any, responses: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any]]]:
+def execute(requests: list[ModelRequest], lm: Any, responses: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any]]]:
     """One batch through the model (the core's LanguageModel): the responses, and per request
     what the log keeps besides (retries; an endpoint's raw answer and fingerprint)."""
     first = requests[0]
@@ -75,7 +76,7 @@ def execute(requests: list[Request], lm: Any, responses: dict[str, Any]) -> tupl
     return [[ll, greedy] for ll, greedy in scored], local
 
 
-def request_pair(request: Request, responses: dict[str, Any]) -> tuple[str, str]:
+def request_pair(request: ModelRequest, responses: dict[str, Any]) -> tuple[str, str]:
     """A loglikelihood request's (context, continuation); a cot one's context holds its reasoning."""
     context = request.context
     if request.after is not None:
@@ -132,7 +133,7 @@ def endpoint_observations(bodies: list[dict[str, Any]]) -> dict[str, dict[str, A
     return found
 
 
-def compute_batch(requests: list[Request], lm: Any, responses: dict[str, Any], identity: dict[str, Any],
+def compute_batch(requests: list[ModelRequest], lm: Any, responses: dict[str, Any], identity: dict[str, Any],
                   versions: dict[str, str]) -> list[dict[str, Any]]:
     """One batch's log entry bodies (request, response, hashes, time, model identity, versions,
     and what :func:`execute` observed): the same wherever the batch runs, this process or a Ray worker."""
@@ -142,3 +143,26 @@ def compute_batch(requests: list[Request], lm: Any, responses: dict[str, Any], i
              "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
              "model": identity, "versions": versions, **seen}
             for request, result, seen in zip(requests, results, observed)]
+
+
+def run_batches(plan: RequestPlan, *, done: int, model_for: Callable[[str], Any], responses: dict[str, Any],
+                identities: dict[str, Any], versions: dict[str, str], record: Callable[[str, dict[str, Any]], None],
+                after_batch: Callable[[int, int], None] = lambda index, stop: None, show_progress: bool = True,
+                desc: str = "requests") -> None:
+    """The local executor: compute the plan's batches after the first ``done`` logged requests in
+    this process, in plan order, and ``record`` each request's log entry as its batch ends
+    (``model_for`` gives the model that answers a model name; ``after_batch`` is called with the
+    batch's index and end: the test hook's pause points)."""
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(plan.keys), initial=done, desc=desc, disable=not show_progress, leave=False) as bar:
+        for index, (start, stop) in enumerate(plan.batches):
+            if stop <= done:
+                continue
+            keys = plan.keys[start:stop]
+            requests = [plan.requests[k] for k in keys]
+            name = requests[0].model
+            for key, body in zip(keys, compute_batch(requests, model_for(name), responses, identities[name], versions)):
+                record(key, body)
+            bar.update(stop - start)
+            after_batch(index, stop)

@@ -20,37 +20,22 @@ from typing import Any
 from .atomic import replace_file
 from .gridlayout import (CELLS, CELLS_TABLE, EVENTS, MANIFEST, MANIFEST_FORMAT, PLAN, RECORDS, REPEAT_FOLDER, REPEATS,
                          SUMMARY)
-from .gridplan import CellRequests, GridPlan
+from .gridplan import CellRequests, RequestPlan
 from .hashing import sha256_bytes, sha256_file
 from .records import ItemRecord
-from .scoring import logprob_context, make_record, score_generation, score_loglikelihoods, score_symmetric
 from .symmetric import summary as symmetric_summary
 
 __all__ = ["cell_records", "manifest_document", "render", "table_bytes", "write_results"]
 
 
 def cell_records(cr: CellRequests, responses: dict[str, Any]) -> list[ItemRecord]:
-    """A cell's item records, computed from the responses to its requests only."""
+    """A cell's item records, computed from the responses to its requests only (its scorer reads
+    each item's responses in the order it asked them)."""
+    from . import _registry
+
     p = cr.prepared
-    bench, config = p.benchmark, p.config
-    records = []
-    for c, gen_key, keys in zip(p.items, cr.generation, cr.scored):
-        output = responses[gen_key] if gen_key is not None else None
-        if config.scoring == "regex":
-            records.append(make_record(p, c, score_generation(bench, c.item, output, extraction=config.extraction)))
-            continue
-        scored = [responses[k] for k in keys]
-        context = logprob_context(c.context or "", output if p.style.reasoning else None)
-        if c.mirror is not None:
-            n = len(c.candidates)
-            outcome = score_symmetric(bench, c.item, [s[0] for s in scored[:n]], [s[0] for s in scored[n:]],
-                                      is_greedy=[s[1] for s in scored[:n]])
-            records.append(make_record(p, c, outcome, logprob_context=context))
-            continue
-        outcome = score_loglikelihoods(bench, c.item, [s[0] for s in scored], is_greedy=[s[1] for s in scored],
-                                       reasoning=output)
-        records.append(make_record(p, c, outcome, logprob_context=context))
-    return records
+    scorer = _registry.get_scorer(p.config.scoring)
+    return [scorer.record(p, c, [responses[k] for k in keys]) for c, keys in zip(p.items, cr.asked)]
 
 
 def _json_bytes(value: Any) -> bytes:
@@ -90,7 +75,7 @@ def table_bytes(rows: list[dict[str, Any]]) -> bytes:
     return buffer.getvalue()
 
 
-def render(frozen: dict[str, Any], prepared: GridPlan, responses: dict[str, Any],
+def render(frozen: dict[str, Any], prepared: RequestPlan, responses: dict[str, Any],
            endpoints: dict[str, dict[str, Any]]) -> Iterator[tuple[str, bytes]]:
     """Every result file of the run as (path relative to the run folder, bytes), in write order."""
     rows: list[dict[str, Any]] = []
@@ -107,7 +92,7 @@ def render(frozen: dict[str, Any], prepared: GridPlan, responses: dict[str, Any]
             yield from files
             rows += cell_rows
         yield REPEATS, table_bytes(rows)
-    asked = sum(sum(k is not None for k in cr.generation) + sum(len(s) for s in cr.scored) for cr in prepared.cells)
+    asked = sum(len(keys) for cr in prepared.cells for keys in cr.asked)
     summary: dict[str, Any] = {"plan_sha256": frozen["plan_sha256"], "cells": len(prepared.cells),
                                "requests": len(prepared.keys), "requests_asked_by_cells": asked}
     if prepared.repeats:
@@ -123,7 +108,7 @@ def manifest_document(plan_sha256: str, events_last_sha256: str | None, files: d
             "files": dict(sorted(files.items()))}
 
 
-def write_results(out: Path, frozen: dict[str, Any], prepared: GridPlan, responses: dict[str, Any],
+def write_results(out: Path, frozen: dict[str, Any], prepared: RequestPlan, responses: dict[str, Any],
                   endpoints: dict[str, dict[str, Any]], events_last_sha256: str) -> dict[str, Any]:
     """Write every result file (each replaced whole), then ``manifest.json``; the run summary."""
     hashes = {PLAN: sha256_file(out / PLAN), EVENTS: sha256_file(out / EVENTS)}

@@ -1,33 +1,43 @@
-"""The grid's plan as model requests: cells -> the ordered unique requests -> fixed batches.
+"""The engine's plan: cells -> the ordered unique model requests -> fixed batches.
 
-The frozen plan (``grid.plan``) is expanded, before any weight loads, into the ordered list of the
-grid's *unique* model requests: a request several cells make (decoding-independent logprob cells,
-the same generation asked by two cells) is computed once. Requests run in fixed batches computed
-from the plan (never from what is already done), and a sampled generation is seeded from the grid
-seed and its own content, so a resumed run computes exactly the requests, batches and seeds an
-uninterrupted run would.
+Each cell's scorer says what every item asks (:meth:`~.scoring.Scorer.requests`, in the core's
+request vocabulary); :class:`RequestPlan` turns those into :class:`ModelRequest` s -- the same
+request with its model, its sampling seed and, for a loglikelihood after a generation, that
+generation's key -- and keeps each once: a request several cells make (decoding-independent
+logprob cells, the same generation asked by two cells) is computed once. Requests run in fixed
+batches computed from the plan (never from what is already done), and a sampled generation is
+seeded from the plan's seed and its own content, so a resumed run computes exactly the requests,
+batches and seeds an uninterrupted run would.
+
+:class:`GridPlan` is a frozen grid plan's (``grid.plan``); ``safetyrepro run`` plans its one cell
+the same way (``runner.py``), so one configuration is one measurement on every path.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from . import _registry
 from .cell import Cell, prepare_cell
 from .config import RunConfig
 from .errors import ConfigError
 from .grid import GridConfig, repeated
 from .hashing import derived_seed, sha256_json
-from .scoring import generation_budget, logprob_context
+from .requests import GENERATE, Request
+from .scoring import check_requests
 
-__all__ = ["CellRequests", "GridPlan", "Request", "run_anchor", "whole_batches"]
+__all__ = ["CellRequests", "GridPlan", "ModelRequest", "RequestPlan", "run_anchor", "whole_batches"]
 
 
 @dataclass(frozen=True)
-class Request:
-    """One model request. ``after`` names the generation whose output completes ``context``
-    (cot x logprob: the candidates are scored after the reasoning)."""
+class ModelRequest:
+    """One model request as the log keeps it: a :class:`~.requests.Request` with the model that
+    answers it, its sampling seed, and ``after`` as the *key* of the generation whose output
+    completes ``context`` (cot x logprob: the candidates are scored after the reasoning). Its
+    body's canonical JSON hash is its key (field names and defaults are frozen: they are in every
+    plan's request list)."""
 
     model: str
     kind: str  # "generate" | "loglikelihood"
@@ -47,7 +57,7 @@ class Request:
     def key(self) -> str:
         return sha256_json(self.body())
 
-    def compatible(self, other: Request) -> bool:
+    def compatible(self, other: ModelRequest) -> bool:
         """Batched together: same kind; generations with the same budget, greedy with greedy and
         sampled with sampled (each sampled row has its own temperature and seed); dependent
         requests run on their own."""
@@ -58,12 +68,14 @@ class Request:
 @dataclass
 class CellRequests:
     cell: dict[str, Any]
-    """The plan's cell."""
+    """The plan's cell (at least ``model``; a grid's has its factors, ids and hashes)."""
     prepared: Cell
-    generation: list[str | None]
-    """Per item: the key of its generation (regex answer or cot reasoning)."""
-    scored: list[list[str]]
-    """Per item: the keys of its candidates' loglikelihood requests."""
+    asked: list[list[str]]
+    """Per item: the keys of its requests, in the scorer's order (responses are read in it)."""
+
+    def keys(self) -> list[str]:
+        """The unique requests the cell's results rest on, in order."""
+        return list(dict.fromkeys(k for keys in self.asked for k in keys))
 
 
 def whole_batches(batches: list[tuple[int, int]], done: int) -> int:
@@ -71,76 +83,56 @@ def whole_batches(batches: list[tuple[int, int]], done: int) -> int:
     return max((stop for _, stop in batches if stop <= done), default=0)
 
 
-class GridPlan:
-    """The plan's cells prepared for their models, and the ordered unique requests they make."""
+class RequestPlan:
+    """Cells' requests, each unique one once, in the order the cells ask them, then fixed batches."""
 
-    def __init__(self, frozen: dict[str, Any], grid: GridConfig, data_dir: str | os.PathLike[str] | None) -> None:
-        from .models.endpoint import formatter_for
-
-        self.frozen, self.grid = frozen, grid
-        self.requests: dict[str, Request] = {}
+    def __init__(self, seed: int, batch_size: int) -> None:
+        self.seed, self.batch_size = seed, batch_size
+        self.requests: dict[str, ModelRequest] = {}
         self.cells: list[CellRequests] = []
         self.repeats: list[CellRequests] = []
         """The repeat gate's cells (plan order), asked again right after their model's cells."""
-        formatters = {m.name: formatter_for(m.spec) for m in grid.models}
-        cells = frozen["cells"]
-        for n, cell in enumerate(cells):
-            config = RunConfig.model_validate(cell["config"])
-            prepared = prepare_cell(config, data_dir=data_dir, formatter=formatters[cell["model"]])
-            if config.limit is not None and config.limit > prepared.n_subset:
-                raise ConfigError(f"grid limit {config.limit} exceeds the {prepared.n_subset} items of "
-                                  f"{config.benchmark}", f"use limit <= {prepared.n_subset}")
-            self.cells.append(self._cell_requests(cell, config, prepared))
-            if n + 1 == len(cells) or cells[n + 1]["model"] != cell["model"]:  # model-major: its last cell
-                for done in self.cells:
-                    if done.cell["model"] == cell["model"] and repeated(grid, done.cell):
-                        self.repeats.append(self._cell_requests(done.cell, done.prepared.config, done.prepared,
-                                                                repeat=1))
-        self.keys = list(self.requests)
-        self.batches = self._batches()
+        self.keys: list[str] = []
+        self.batches: list[tuple[int, int]] = []
 
-    def _add(self, request: Request) -> str:
+    def add_cell(self, cell: dict[str, Any], prepared: Cell, *, repeat: int | None = None) -> CellRequests:
+        """Plan one cell's items through its scorer (``cell["model"]`` answers them)."""
+        scorer = _registry.get_scorer(prepared.config.scoring)
+        asked = []
+        for c in prepared.items:
+            requests = scorer.requests(c, prepared.style, prepared.config)
+            check_requests(scorer, prepared.style, requests, f"item {c.item.id}")
+            keys: list[str] = []
+            for request in requests:
+                keys.append(self._add(self._model_request(cell["model"], request, keys, repeat)))
+            asked.append(keys)
+        done = CellRequests(cell=cell, prepared=prepared, asked=asked)
+        (self.cells if repeat is None else self.repeats).append(done)
+        return done
+
+    def _model_request(self, model: str, request: Request, keys: list[str], repeat: int | None) -> ModelRequest:
+        found = ModelRequest(model, request.kind, request.context, request.continuation, request.temperature,
+                             request.max_new_tokens, after=keys[request.after] if request.after is not None else None,
+                             repeat=repeat)
+        if request.kind == GENERATE and request.temperature > 0:
+            # seeded by the plan's seed and the request itself (a repeat: its own seed)
+            found = replace(found, seed=derived_seed(f"{self.seed}|{found.key}"))
+        return found
+
+    def _add(self, request: ModelRequest) -> str:
         self.requests.setdefault(request.key, request)
         return request.key
 
-    def _cell_requests(self, cell: dict[str, Any], config: RunConfig, prepared: Cell, *,
-                       repeat: int | None = None) -> CellRequests:
-        style, model = prepared.style, cell["model"]
-        generation: list[str | None] = []
-        scored: list[list[str]] = []
-        budget = generation_budget(config, style)
-        for c in prepared.items:
-            context = c.context or ""
-            gen_key = None
-            if config.scoring == "regex" or style.reasoning:
-                gen = Request(model, "generate", context, temperature=config.temperature, max_new_tokens=budget,
-                              repeat=repeat)
-                if config.temperature > 0:  # seeded by the grid seed and the request itself (a repeat: its own seed)
-                    gen = Request(model, "generate", context, temperature=config.temperature, max_new_tokens=budget,
-                                  seed=derived_seed(f"{self.grid.seed}|{gen.key}"), repeat=repeat)
-                gen_key = self._add(gen)
-            keys = []
-            if c.mirror is not None:  # symmetric: the candidates as listed, then under the reversed mapping
-                for asked in (c, c.mirror):
-                    keys += [self._add(Request(model, "loglikelihood", logprob_context(asked.context or ""), candidate,
-                                               repeat=repeat)) for candidate in asked.candidates]
-            elif config.scoring == "logprob":
-                for candidate in c.candidates:
-                    if style.reasoning:
-                        keys.append(self._add(Request(model, "loglikelihood", context, candidate, after=gen_key,
-                                                      repeat=repeat)))
-                    else:
-                        keys.append(self._add(Request(model, "loglikelihood", logprob_context(context), candidate,
-                                                      repeat=repeat)))
-            generation.append(gen_key)
-            scored.append(keys)
-        return CellRequests(cell=cell, prepared=prepared, generation=generation, scored=scored)
+    def freeze(self) -> None:
+        """The request order and the batches, once every cell is added."""
+        self.keys = list(self.requests)
+        self.batches = self._batches()
 
     def _batches(self) -> list[tuple[int, int]]:
         """Fixed ``[start, stop)`` ranges of the request list (by ``batch_size``, never mixing
         incompatible requests or models): the same on every run of this plan."""
         batches, start = [], 0
-        size = self.grid.batch_size
+        size = self.batch_size
         for n in range(1, len(self.keys) + 1):
             if n == len(self.keys) or n - start >= size or not (
                     self.requests[self.keys[n]].model == self.requests[self.keys[start]].model
@@ -154,7 +146,31 @@ class GridPlan:
         return whole_batches(self.batches, done)
 
 
-def run_anchor(frozen: dict[str, Any], prepared: GridPlan, identities: dict[str, Any], versions: dict[str, str]) -> str:
+class GridPlan(RequestPlan):
+    """A frozen grid plan's cells prepared for their models, and the requests they make."""
+
+    def __init__(self, frozen: dict[str, Any], grid: GridConfig, data_dir: str | os.PathLike[str] | None) -> None:
+        from .models.endpoint import formatter_for
+
+        super().__init__(grid.seed, grid.batch_size)
+        self.frozen, self.grid = frozen, grid
+        formatters = {m.name: formatter_for(m.spec) for m in grid.models}
+        cells = frozen["cells"]
+        for n, cell in enumerate(cells):
+            config = RunConfig.model_validate(cell["config"])
+            prepared = prepare_cell(config, data_dir=data_dir, formatter=formatters[cell["model"]])
+            if config.limit is not None and config.limit > prepared.n_subset:
+                raise ConfigError(f"grid limit {config.limit} exceeds the {prepared.n_subset} items of "
+                                  f"{config.benchmark}", f"use limit <= {prepared.n_subset}")
+            self.add_cell(cell, prepared)
+            if n + 1 == len(cells) or cells[n + 1]["model"] != cell["model"]:  # model-major: its last cell
+                for done in list(self.cells):
+                    if done.cell["model"] == cell["model"] and repeated(grid, done.cell):
+                        self.add_cell(done.cell, done.prepared, repeat=1)
+        self.freeze()
+
+
+def run_anchor(frozen: dict[str, Any], prepared: RequestPlan, identities: dict[str, Any], versions: dict[str, str]) -> str:
     """What ``events.jsonl`` belongs to: this plan, its request list, these models and libraries."""
     return sha256_json({"plan_sha256": frozen["plan_sha256"], "requests": prepared.keys,
                         "models": identities, "versions": versions})

@@ -34,7 +34,7 @@ from .atomic import pause_point
 from .errors import ConfigError, ExecutionError
 from .grid import GridConfig, GridModel
 from .gridexec import compute_batch
-from .gridplan import Request, whole_batches
+from .gridplan import ModelRequest, whole_batches
 from .gridrun import OpenRun
 from .hashing import canonical, sha256_json
 from .identity import identity, library_versions
@@ -49,7 +49,7 @@ SHARDS_PER_SLOT = 3
 a task, and a model load only where the worker has not loaded that model yet."""
 
 
-def batch_cost(requests: list[Request]) -> int:
+def batch_cost(requests: list[ModelRequest]) -> int:
     """A batch's rough cost in forward passes: a generation batch one per new token, a
     loglikelihood batch one (what sizes shards evenly enough; shards are several per slot)."""
     return max(1, requests[0].max_new_tokens) if requests[0].kind == "generate" else 1
@@ -62,7 +62,7 @@ class Shard:
     index: int
     model: GridModel
     keys: list[str]
-    requests: list[Request]
+    requests: list[ModelRequest]
     batches: list[tuple[int, int]]
     """``[start, stop)`` ranges of ``keys``: the plan's batches."""
     run_anchor: str

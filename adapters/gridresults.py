@@ -1,6 +1,7 @@
 """A finished grid run, read back: what the statistics, the GRID cards and ``crosspkg`` consume.
 
-:meth:`GridResults.open` accepts a run folder only when ``verify`` finds it intact (a score read
+:meth:`GridResults.load` reads a run as it is on disk; the commands read it only through
+``gridverify.open_verified``, which hands it over when ``verify`` finds it intact (a score read
 from an edited folder would carry a configuration that did not produce it). It gives the frozen
 plan, ``cells.parquet``, each cell's item records, and for every model request the logged
 response's time, model identity and library versions.
@@ -17,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from .errors import ConfigError
-from .gridlayout import CELLS_TABLE, EVENTS, MANIFEST, PLAN
+from .gridlayout import CELLS_TABLE, EVENTS, PLAN
 from .gridplan import CellRequests, GridPlan
 from .grid import build_grid
 from .records import ItemRecord
@@ -37,34 +38,6 @@ class GridResults:
     log_sha256: str
     """The log's final chain hash: with the plan hash, the run's anchor (``verify --expect``)."""
     _records: dict[str, list[ItemRecord]] = field(default_factory=dict)
-
-    @classmethod
-    def open(cls, folder: Path, *, data_dir: str | os.PathLike[str] | None = None,
-             gate_verdict: bool = True) -> GridResults:
-        """A finished run that ``verify`` finds intact (anything else is one clear error), its
-        written gate verdict included unless ``gate_verdict`` is False (``safetyrepro gate``, which
-        writes the verdict again)."""
-        from .gridverify import check
-
-        if data_dir is not None:
-            os.environ["SAFETYREPRO_DATA_DIR"] = str(data_dir)
-        if not folder.is_dir():
-            raise ConfigError(f"{folder} is not a folder", "pass the --out folder of `safetyrepro grid`")
-        if not (folder / PLAN).is_file():
-            raise ConfigError(f"{folder} is not a grid run (no {PLAN})", "pass the --out folder of `safetyrepro grid`")
-        if not (folder / MANIFEST).is_file():
-            raise ConfigError(f"{folder} is an unfinished grid run (no {MANIFEST})",
-                              f"finish it first: run the same `safetyrepro grid ... --out {folder}` again to resume")
-        found = check(folder)
-        if found.problems:
-            raise ConfigError(f"{folder} fails verification ({len(found.problems)} problems, first: {found.problems[0]})",
-                              f"see them all with `safetyrepro verify {folder}`; re-run the grid into a new --out")
-        if gate_verdict and found.gate_problems:
-            replay = "replay.jsonl" in found.gate_problems[0]
-            raise ConfigError(f"{folder}: its written gate verdict does not hold ({found.gate_problems[0]})",
-                              f"run `safetyrepro gate {folder}{' --replay --overwrite' if replay else ''}` to compute "
-                              "it again from the run")
-        return cls.load(folder)
 
     @classmethod
     def load(cls, folder: Path, prepared: GridPlan | None = None) -> GridResults:
@@ -98,9 +71,7 @@ class GridResults:
 
     def request_keys(self, cell_id: str) -> list[str]:
         """The unique model requests this cell's results rest on (shared ones included)."""
-        cr = self.requests(cell_id)
-        keys = [k for k in cr.generation if k is not None] + [k for ks in cr.scored for k in ks]
-        return list(dict.fromkeys(keys))
+        return self.requests(cell_id).keys()
 
     def records(self, cell_id: str) -> list[ItemRecord]:
         if cell_id not in self._records:

@@ -45,7 +45,7 @@ from . import atomic, outfolder
 from .atomic import pause_point, replace_file
 from .errors import ConfigError
 from .grid import GridConfig, plan
-from .gridexec import FingerprintWatch, compute_batch, endpoint_observations, pinned_threads
+from .gridexec import FingerprintWatch, endpoint_observations, pinned_threads, run_batches
 from .gridlayout import (EVENTS, MANIFEST, PLAN, SUMMARY, describe, foreign_entries, is_grid_run, read_plan,
                          temp_leftovers)
 from .gridoutput import write_results
@@ -247,28 +247,22 @@ def open_run(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
 
 def run_local(run: OpenRun, show_progress: bool = True) -> None:
     """Compute the remaining batches in this process, model by model, logging each as it ends."""
-    from tqdm.auto import tqdm
-
     from .runner import load_model, release_models
 
-    prepared = run.prepared
     models = {m.name: m for m in run.grid.models}
-    loaded = None
-    with tqdm(total=len(prepared.keys), initial=run.done, desc="requests", disable=not show_progress) as bar:
-        for start, stop in prepared.batches:
-            if stop <= run.done:
-                continue
-            requests = [prepared.requests[k] for k in prepared.keys[start:stop]]
-            name = requests[0].model
-            if loaded != name:  # model-major order: the previous one is done
-                if loaded is not None:
-                    release_models()
-                lm, loaded = load_model(models[name].spec), name
-            for key, body in zip(prepared.keys[start:stop],
-                                 compute_batch(requests, lm, run.responses, run.identities[name], run.versions)):
-                run.record(key, body)
-            bar.update(stop - start)
-            pause_point(f"after-request-{stop}", run.out.parent)
+    loaded: dict[str, Any] = {}
+
+    def model_for(name: str) -> Any:
+        if name not in loaded:  # model-major order: the previous one is done
+            if loaded:
+                loaded.clear()
+                release_models()
+            loaded[name] = load_model(models[name].spec)
+        return loaded[name]
+
+    run_batches(run.prepared, done=run.done, model_for=model_for, responses=run.responses, identities=run.identities,
+                versions=run.versions, record=run.record, show_progress=show_progress,
+                after_batch=lambda index, stop: pause_point(f"after-request-{stop}", run.out.parent))
 
 
 def run_grid(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | None = None, overwrite: bool = False,

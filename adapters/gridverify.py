@@ -25,6 +25,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from .gridlayout import (EVENTS, GATES_MARKER, MANIFEST, MANIFEST_FORMAT, PLAN, 
 from .hashing import sha256_file
 from .journal import verify as verify_journal
 
-__all__ = ["Verification", "check", "verify"]
+__all__ = ["Verification", "check", "open_verified", "verify"]
 
 _SHOWN = 3
 """Differences named per file (then a count)."""
@@ -324,3 +325,31 @@ def _json_paths(a: Any, b: Any, where: str = "") -> Any:
 def _show(value: Any) -> str:
     text = json.dumps(value) if not isinstance(value, str) else repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def open_verified(folder: Path, *, data_dir: str | os.PathLike[str] | None = None,
+                  gate_verdict: bool = True) -> Any:
+    """A finished run that :func:`check` finds intact, read (``gridresults.GridResults``); anything
+    else is one clear error. Its written gate verdict must hold too unless ``gate_verdict`` is
+    False (``safetyrepro gate``, which writes the verdict again)."""
+    from .gridresults import GridResults
+
+    if data_dir is not None:
+        os.environ["SAFETYREPRO_DATA_DIR"] = str(data_dir)
+    if not folder.is_dir():
+        raise ConfigError(f"{folder} is not a folder", "pass the --out folder of `safetyrepro grid`")
+    if not (folder / PLAN).is_file():
+        raise ConfigError(f"{folder} is not a grid run (no {PLAN})", "pass the --out folder of `safetyrepro grid`")
+    if not (folder / MANIFEST).is_file():
+        raise ConfigError(f"{folder} is an unfinished grid run (no {MANIFEST})",
+                          f"finish it first: run the same `safetyrepro grid ... --out {folder}` again to resume")
+    found = check(folder)
+    if found.problems:
+        raise ConfigError(f"{folder} fails verification ({len(found.problems)} problems, first: {found.problems[0]})",
+                          f"see them all with `safetyrepro verify {folder}`; re-run the grid into a new --out")
+    if gate_verdict and found.gate_problems:
+        replay = "replay.jsonl" in found.gate_problems[0]
+        raise ConfigError(f"{folder}: its written gate verdict does not hold ({found.gate_problems[0]})",
+                          f"run `safetyrepro gate {folder}{' --replay --overwrite' if replay else ''}` to compute "
+                          "it again from the run")
+    return GridResults.load(folder)

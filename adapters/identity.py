@@ -3,13 +3,15 @@ weight files), the runtime that computes with them, and the library versions."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from pathlib import Path
 from typing import Any
 
+from .config import ModelSpec
 from .errors import ConfigError
 
-__all__ = ["identity", "library_versions", "weights_sha256"]
+__all__ = ["identity", "identity_of", "library_versions", "weights_sha256"]
 
 
 def library_versions() -> dict[str, str]:
@@ -28,8 +30,8 @@ def library_versions() -> dict[str, str]:
 def weights_sha256(folder: str) -> str:
     """SHA-256 over the model folder's weight files (name and bytes, sorted): the model's identity.
     An HF id is resolved to its local snapshot; one that cannot be is identified by name only
-    (``id:`` prefix), which the log then says."""
-    digest = hashlib.sha256()
+    (``id:`` prefix), which the log then says. Hashed once per process while the files' sizes and
+    times are unchanged (a grid and every ``safetyrepro run`` hash the same weights)."""
     root = Path(folder)
     if not root.is_dir():
         try:
@@ -38,7 +40,14 @@ def weights_sha256(folder: str) -> str:
             root = Path(snapshot_download(folder, local_files_only=True))
         except Exception:  # noqa: BLE001 - any failure means: not resolvable to bytes here
             return "id:" + folder
-    for path in sorted(p for p in root.iterdir() if p.suffix in (".safetensors", ".bin", ".gguf") and p.is_file()):
+    files = tuple(sorted(p for p in root.iterdir() if p.suffix in (".safetensors", ".bin", ".gguf") and p.is_file()))
+    return _hash_files(files, tuple((p.stat().st_size, p.stat().st_mtime_ns) for p in files))
+
+
+@functools.lru_cache(maxsize=16)
+def _hash_files(files: tuple[Path, ...], stamps: tuple[tuple[int, int], ...]) -> str:
+    digest = hashlib.sha256()
+    for path in files:
         digest.update(path.name.encode())
         with open(path, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
@@ -47,31 +56,39 @@ def weights_sha256(folder: str) -> str:
 
 
 def identity(model: Any) -> dict[str, Any]:
+    """A grid model's identity (:func:`identity_of` its name and spec)."""
+    return identity_of(model.name, model.spec)
+
+
+def identity_of(name: str, spec: ModelSpec) -> dict[str, Any]:
     """What a model's responses depend on: its weights and the runtime that computes with them
     (NF4 on CPU depends on the CPU's kernel path; thread count moves nothing measurable)."""
     from .models.base import runtime_facts
     from .models.hf import weights_path
 
-    if model.endpoint is not None:  # what the observer knows of a server, by its identity level
-        e = model.endpoint
+    path = spec.name_or_path
+    if spec.endpoint is not None:  # what the observer knows of a server, by its identity level
+        e = spec.endpoint
         weights = f"id:{e.model}@{e.url}"
         if e.identity == "L2":
-            weights = weights_sha256(weights_path(model.spec))
+            weights = weights_sha256(weights_path(spec))
             if weights.startswith("id:") or weights == hashlib.sha256().hexdigest():
-                raise ConfigError(f"model {model.name} claims identity L2, and {model.path!r} holds no weight files "
+                raise ConfigError(f"model {name} claims identity L2, and {path!r} holds no weight files "
                                   "here to hash", "set path to the local folder the server was started from, "
                                   "or claim identity L0 / L1")
         # (concurrency is the plan's, not the model's: a replay may run at another one)
-        return {"name": model.name, "path": model.path, "quantization": "server", "dtype": "server",
+        return {"name": name, "path": path, "quantization": "server", "dtype": "server",
                 "weights_sha256": weights,
                 "runtime": {"endpoint": e.url, "served_model": e.model, "api": e.api, "identity": e.identity}
                 | ({"mirrors": list(e.mirrors)} if e.mirrors else {})}
     from .models.prefix import ENGINE
 
-    facts = runtime_facts(model.quantization, "cpu")
-    found = {"name": model.name, "path": model.path, "quantization": model.quantization,
-             "weights_sha256": weights_sha256(weights_path(model.spec)),
+    facts = runtime_facts(spec.quantization, "cpu")
+    found = {"name": name, "path": path, "quantization": spec.quantization,
+             "weights_sha256": weights_sha256(weights_path(spec)),
              "runtime": {k: v for k, v in facts.items() if k != "torch_threads"} | {"engine": ENGINE}}
     # Same weights at another precision are another instrument; the default stays implicit so
-    # logs written before the field existed keep their anchor.
-    return found | ({"dtype": model.dtype} if model.dtype != "float32" else {})
+    # logs written before the field existed keep their anchor. (Likewise the chat-template switch,
+    # which a grid model leaves at its default.)
+    return found | ({"dtype": spec.dtype} if spec.dtype != "float32" else {}) | (
+        {"chat": spec.chat} if spec.chat is not None else {})

@@ -1,18 +1,23 @@
-"""The reference runner: one configuration, straight through the core, to per-item records and a summary.
+"""The reference runner: one configuration, through the grid's engine, to per-item records and a summary.
+
+``safetyrepro run`` is a one-cell plan (:class:`~.gridplan.RequestPlan`): the cell's scorer says
+what each item asks, the engine computes the unique requests in fixed batches (shared context
+states, batched sampling, each sampled request seeded from the configuration's seed and its own
+content) and the scorer reads the responses -- exactly as a grid cell of the same configuration,
+so one configuration is one measurement on every path.
 
 The harness bindings are checked against these records item by item, so they hold everything:
 rendered messages, the exact model context, candidates, gold, raw output, prediction, the rule
 that produced it and per-candidate loglikelihoods.
 
-Items are scored in chunks of ``batch_size``; each chunk's records are journaled before the next
-starts (``journal.py``), and sampling is seeded per chunk, so a killed run resumes to exactly the
-records an uninterrupted run writes.
+With ``--out``, every request and response is logged as it is computed, hash-chained, beside the
+output folder (``.<out>.events-<config hash>.jsonl``, the grid's log format): a killed run resumes
+from its whole batches to exactly the records an uninterrupted run writes.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import shutil
@@ -26,10 +31,13 @@ from . import _registry, atomic, outfolder
 from .cell import prepare_cell
 from .config import ModelSpec, RunConfig
 from .errors import ConfigError
-from .identity import library_versions
 from .metrics import MetricValue
 from .models.base import LanguageModel
 from .models.hf import HFLanguageModel, resolve_model_path
+from .gridoutput import cell_records
+from .gridplan import RequestPlan
+from .hashing import sha256_json
+from .identity import identity_of, library_versions
 from .journal import Journal
 from .records import ItemRecord
 from .scoring import extraction_report
@@ -72,9 +80,9 @@ def release_models() -> None:
 
 
 def journal_path(out_dir: Path, config: RunConfig) -> Path:
-    """Records of an unfinished run, beside ``out_dir`` (never inside it: ``out_dir`` changes only
-    by an atomic publish)."""
-    return out_dir.parent / f".{out_dir.name}.records-{config.config_hash()[:16]}.jsonl"
+    """The request log of an unfinished run, beside ``out_dir`` (never inside it: ``out_dir``
+    changes only by an atomic publish)."""
+    return out_dir.parent / f".{out_dir.name}.events-{config.config_hash()[:16]}.jsonl"
 
 
 def _publish(out_dir: Path, records: list[ItemRecord], summary: dict[str, Any]) -> None:
@@ -90,10 +98,21 @@ def _publish(out_dir: Path, records: list[ItemRecord], summary: dict[str, Any]) 
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def _chunk_seed(seed: int, start: int) -> int:
-    """Sampling seed of the chunk starting at item ``start``: each chunk's draws depend only on the
-    configuration and its position, so a resumed run samples exactly what an uninterrupted one would."""
-    return int.from_bytes(hashlib.sha256(f"{seed}:{start}".encode()).digest()[:8], "big") >> 1
+def _open_log(path: Path, anchor: str, plan: RequestPlan, overwrite: bool, notify: Callable[[str], None]
+              ) -> tuple[Journal, list[dict[str, Any]]]:
+    """The run's request log, resumed to its whole batches (``--overwrite`` discards one it cannot resume)."""
+    journal = Journal(path, anchor, plan.keys)
+    try:
+        resumed = journal.open(align=plan.keep)
+    except ConfigError as exc:
+        if not overwrite:
+            raise
+        notify(f"discarding an unusable request log ({exc.what}) because of --overwrite")
+        journal.remove()
+        resumed = journal.open(align=plan.keep)
+    for note in resumed.notes:
+        notify(note)
+    return journal, list(resumed.bodies)
 
 
 def run(
@@ -107,12 +126,13 @@ def run(
 ) -> RunResult:
     """Run one configuration. Everything a user can get wrong is checked before the model loads.
 
-    With ``out_dir``, records are journaled (appended, fsynced, hash-chained) beside it as they
-    are produced; a rerun of the same configuration into the same ``out_dir`` resumes from the
-    journal, and the finished run is published atomically."""
-    scorer = _registry.get_scorer(config.scoring)
+    With ``out_dir``, requests are logged (appended, fsynced, hash-chained) beside it as they are
+    computed; a rerun of the same configuration into the same ``out_dir`` resumes from the log,
+    and the finished run is published atomically."""
+    say = notify or print
     started = time.time()
     # 1. Everything about the input, before any file is touched or any weight loaded.
+    _registry.get_scorer(config.scoring)
     cell = prepare_cell(config, data_dir=data_dir)
     if config.limit is not None and config.limit > cell.n_subset:
         raise ConfigError(f"limit {config.limit} exceeds the {cell.n_subset} items of the {config.benchmark} subset",
@@ -125,58 +145,44 @@ def run(
     out_path = outfolder.out_path(out_dir)
     # 2. The output folder: recover an interrupted publish, refuse to clobber, check writability.
     for note in outfolder.check_out_dir(out_path, overwrite):
-        (notify or print)(note)
+        say(note)
     lm = load_model(config.model)
     cell = cell.with_contexts(lm.formatter)
-
-    journal, done = None, []
+    # 3. The one-cell plan: the scorer's requests, each unique one once, in fixed batches.
+    name = config.model.name_or_path
+    plan = RequestPlan(seed=config.seed, batch_size=config.batch_size)
+    asked = plan.add_cell({"model": name}, cell)
+    plan.freeze()
+    identities, versions = {name: identity_of(name, config.model)}, library_versions()
+    responses: dict[str, Any] = {}
+    journal, logged = None, []
     if out_path is not None:
-        # The journal belongs to this configuration AND this model as loaded (weights, chat
-        # template, kernel path): records of another model never mix into a resumed run.
-        # (Thread count is left out: it moved no result by more than 2e-6, NF4 included.)
-        model = lm.info.as_dict()
-        model["runtime"] = {k: v for k, v in model["runtime"].items() if k != "torch_threads"}
-        anchor = hashlib.sha256(json.dumps({"config": config.config_hash(), "model": model},
-                                           sort_keys=True, default=str).encode()).hexdigest()
-        journal = Journal(journal_path(out_path, config), anchor, [c.item.id for c in cell.items])
-        try:
-            resumed = journal.open(align=config.batch_size)
-        except ConfigError as exc:
-            if not overwrite:
-                raise
-            (notify or print)(f"discarding an unusable journal ({exc.what}) because of --overwrite")
-            journal.remove()
-            resumed = journal.open(align=config.batch_size)
-        for note in resumed.notes:
-            (notify or print)(note)
-        done = [ItemRecord.model_validate(body) for body in resumed.bodies]
-        if any(r.prompt != c.context for r, c in zip(done, cell.items)):
-            raise ConfigError(f"journal {journal.path} holds prompts that differ from this run's",
-                              "pass --overwrite to discard it and start over")
-        if done:
-            (notify or print)(f"resuming {config.benchmark}: {len(done)} of {len(cell.items)} items already "
-                              f"recorded in {journal.path}")
+        # The log belongs to this configuration, its requests, and the model as loaded (weights,
+        # runtime, engine) with these libraries: another model's answers never mix into a resume.
+        anchor = sha256_json({"config_sha256": config.config_hash(), "requests": plan.keys,
+                              "model": identities[name], "versions": versions})
+        journal, logged = _open_log(journal_path(out_path, config), anchor, plan, overwrite, say)
+        responses.update({key: body["response"] for key, body in zip(plan.keys, logged)})
+        if logged:
+            say(f"resuming {config.benchmark}: {len(logged)} of {len(plan.keys)} requests already logged in "
+                f"{journal.path}")
 
+    def record(key: str, body: dict[str, Any]) -> None:
+        if journal is not None:
+            journal.append(key, body)
+        responses[key] = body["response"]
+
+    def after_batch(index: int, stop: int) -> None:
+        if out_path is not None:
+            atomic.pause_point(f"after-chunk-{index}", out_path.parent)
+
+    from .gridexec import run_batches
+
+    run_batches(plan, done=len(logged), model_for=lambda _: lm, responses=responses, identities=identities,
+                versions=versions, record=record, after_batch=after_batch, show_progress=show_progress,
+                desc=f"{cell.benchmark.name}/{cell.style.name}/{config.scoring}")
+    records = cell_records(asked, responses)
     bench, style = cell.benchmark, cell.style
-
-    from tqdm.auto import tqdm
-
-    import torch
-
-    records = list(done)
-    chunk = config.batch_size
-    with tqdm(total=len(cell.items), initial=len(done), desc=f"{bench.name}/{style.name}/{scorer.name}",
-              disable=not show_progress, leave=False) as bar:
-        for start in range(len(done), len(cell.items), chunk):
-            torch.manual_seed(_chunk_seed(config.seed, start))
-            part = scorer.score(lm, cell.subset(start, start + chunk))
-            for record in part:
-                if journal is not None:
-                    journal.append(record.item_id, record.model_dump(mode="json"))
-            records.extend(part)
-            bar.update(len(part))
-            if out_path is not None:
-                atomic.pause_point(f"after-chunk-{start // chunk}", out_path.parent)
     metrics = bench.measure(records, seed=config.seed, n_resamples=config.n_resamples)
     summary = {
         "config": config.model_dump(mode="json"),
@@ -194,14 +200,15 @@ def run(
         "subset": {"manifest_sha256": cell.manifest.sha256, "seed": cell.manifest.seed, "rule": cell.manifest.rule,
                    "n_subset": cell.n_subset, "n_evaluated": len(records)},
         "counts": {"items": len(records), "unparsed": sum(r.prediction is None for r in records),
-                   "resumed": len(done)},
+                   "requests": len(plan.keys), "resumed": len(logged)},
         "extraction": extraction_report(records),
         **({"symmetric": mapping} if (mapping := symmetric_summary(records)) is not None else {}),
         "metrics": {name: m.model_dump() for name, m in metrics.items()},
-        "versions": library_versions(),
+        "versions": versions,
         "elapsed_s": round(time.time() - started, 2),
     }
     if out_path is not None:
+        summary["log_sha256"] = journal.last_sha256 if journal is not None else None
         _publish(out_path, records, summary)
         if journal is not None:
             journal.remove()

@@ -92,6 +92,11 @@ def combine(item: Item, lls_plus: Sequence[float], lls_minus_mirrored: Sequence[
             "z_sym_reference": float(z_sym[reference]), "b_map_reference": float(b_map[reference])}
 
 
+def argmax_candidate(loglikelihoods: Sequence[float]) -> int:
+    """The predicted option on the logprob path: highest loglikelihood, ties to the lower index."""
+    return max(range(len(loglikelihoods)), key=lambda i: (loglikelihoods[i], -i))
+
+
 def prediction(evidence: dict[str, Any]) -> int:
     """The symmetric decision: argmax of z_sym; a tie (clipping) goes to the higher unclipped
     z_sym, then to the lower index."""
@@ -111,8 +116,7 @@ def summary(records: Sequence[Any]) -> dict[str, Any] | None:
     def mean(values: list[float]) -> float | None:
         return float(np.mean(values)) if values and not any(math.isnan(v) for v in values) else None
 
-    from .scoring import argmax_candidate  # one mapping alone decides as the logprob path would
-
+    # (one mapping alone decides as the logprob path would: argmax_candidate)
     changed = [argmax_candidate(e["z_plus"]) != prediction(e) or argmax_candidate(e["z_minus"]) != prediction(e)
                for e in evidence]
     return {"format": FORMAT, "items": len(evidence),

@@ -214,8 +214,9 @@ def lm_eval_native(anchor: Anchor, out: Path) -> HarnessRun:
     last step is the harmonized run) when the anchor is a direct logprob configuration."""
     import lm_eval
 
-    from safetyrepro.adapters import ChatFormatter, get_style
+    from safetyrepro.adapters import ChatFormatter, get_scorer, get_style
     from safetyrepro.adapters.models.hf import weights_path
+    from safetyrepro.adapters.shapes import LOGLIKELIHOOD, declared_shape
 
     from .readers import find_lm_eval_samples
 
@@ -223,7 +224,7 @@ def lm_eval_native(anchor: Anchor, out: Path) -> HarnessRun:
     include = out / "tasks"
     include.mkdir(parents=True, exist_ok=True)
     run = HarnessRun("lm_eval", "native", [])
-    ladder = anchor.scoring == "logprob" and not get_style(anchor.template).reasoning
+    ladder = declared_shape(get_scorer(anchor.scoring), get_style(anchor.template)) == LOGLIKELIHOOD
     formatter = ChatFormatter(anchor.model_spec) if ladder else None
     cells: dict[str, Cell] = {}
     names = []

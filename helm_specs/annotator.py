@@ -1,10 +1,10 @@
 """The core's readout of each HELM item, written into ``scenario_state.json`` as an annotation.
 
 HELM's pipeline is adapt -> execute -> annotate -> metrics. This annotator is where the core
-decides: the regex path's extraction (``score_generation``), the logprob path's argmax over the
-candidates' loglikelihoods (``score_loglikelihoods``), read from HELM's echoed prompt logprobs.
-On the cot x logprob path it also asks HELM's own client for the candidates' echo requests after
-the generated reasoning (a second stage HELM's adapters cannot express: their requests are all
+decides: the cell's scorer reads HELM's answers (``Scorer.read``) in the shape it asks
+(``requests.harness_shape``): a generation, or the candidates' loglikelihoods read from HELM's
+echoed prompt logprobs. On the two-stage shape (cot x logprob) it also asks HELM's own client for
+the candidates' echo requests after the generated reasoning (a second stage HELM's adapters cannot express: their requests are all
 made before any is answered). The record it writes per item is what a reader audits: prompt
 checked against the core's, candidates, gold, output, prediction, extraction rule,
 loglikelihoods, the configuration hash.
@@ -26,11 +26,11 @@ from safetyrepro.adapters import (
     Outcome,
     SafetyReproError,
     generation_budget,
+    get_scorer,
     logprob_context,
-    score_generation,
-    score_loglikelihoods,
     score_prediction,
 )
+from safetyrepro.adapters.shapes import GENERATE, LOGLIKELIHOOD, harness_shape, shape_responses
 
 from . import translate
 from .deployment import spec_for_deployment
@@ -48,6 +48,7 @@ class SafetyReproAnnotator(Annotator):
         self.benchmark = benchmark
         self.entry = dict(entry)
         self.auto_client = auto_client
+        self._shapes: dict[str, str] = {}
 
     def annotate(self, request_state: RequestState) -> Any:
         # HELM calls annotate_all for annotators with use_global_metric; per-state annotation
@@ -73,13 +74,23 @@ class SafetyReproAnnotator(Annotator):
         except SafetyReproError as exc:
             raise translate.fail(exc) from None
 
+    def _shape(self, cell: Cell) -> str:
+        """What the cell's scorer asks, checked once per cell (``requests.harness_shape``)."""
+        key = cell.config.config_hash()
+        if key not in self._shapes:
+            try:
+                self._shapes[key] = harness_shape(cell, "HELM")
+            except SafetyReproError as exc:
+                raise translate.fail(exc) from None
+        return self._shapes[key]
+
     def _check_requests(self, cell: Cell, item_id: str, states: list[RequestState], expected: list[str]) -> None:
         """HELM's run expanders (``max_train_instances=``, ``instructions=``, ``num_outputs=``,
         ``num_trials=``, ``stop=``, ``temperature=``, ...) and its right-truncation can change what
         is asked after the run spec is built. Then the run is not the configuration it names: stop
         with one line rather than score it."""
         config = cell.config
-        generates = config.scoring == "regex" or cell.style.reasoning
+        generates = self._shape(cell) != LOGLIKELIHOOD
         problems = []
         if len(states) != len(expected):
             problems.append(f"{len(states)} requests where the configuration makes {len(expected)} "
@@ -115,7 +126,9 @@ class SafetyReproAnnotator(Annotator):
             "config_hash": config.config_hash(), "item_id": item_id, "candidates": c.candidates,
             "gold": c.item.gold, "messages": [dict(m) for m in c.prompt.messages],
         }
-        if config.scoring == "regex" or cell.style.reasoning:
+        shape = self._shape(cell)
+        scorer = get_scorer(config.scoring)
+        if shape != LOGLIKELIHOOD:
             self._check_requests(cell, item_id, states, [expected_prompt])
             state = states[0]
             output = _completion(state)
@@ -123,9 +136,8 @@ class SafetyReproAnnotator(Annotator):
             record["output"] = output
             if state.result is not None and not state.result.success:
                 record["request_error"] = state.result.error
-            if config.scoring == "regex":
-                outcome = score_generation(bench, c.item, output, extraction=config.extraction)
-                return _finish(record, outcome)
+            if shape == GENERATE:
+                return _finish(record, scorer.read(cell, c, shape_responses(shape, output, [])))
             if output is None:  # no reasoning came back: never score the candidates without it
                 return _finish(record, score_prediction(bench, c.item, None, rule="no-reasoning"))
             context = logprob_context(c.context, output)  # type: ignore[arg-type]
@@ -151,7 +163,8 @@ class SafetyReproAnnotator(Annotator):
             # the numbers are not the candidates' loglikelihoods, so nothing is decided from them.
             record["loglikelihoods_unusable"] = lls
             return _finish(record, score_prediction(bench, c.item, None, rule="echo-not-the-core-tokens"))
-        outcome = score_loglikelihoods(bench, c.item, lls, reasoning=output)
+        # (HELM's echo does not say whether each token was the greedy one)
+        outcome = scorer.read(cell, c, shape_responses(shape, output, [(ll, None) for ll in lls]))
         # HELM's own length-normalised rule, for the record only: the core's argmax decides.
         # np.argmax's choice: the first maximum.
         record["helm_native_prediction"] = max(range(len(native)), key=lambda i: (native[i], -i))

@@ -29,7 +29,8 @@ from helm.benchmark.metrics.metric import MetricSpec
 from helm.benchmark.run_spec import RunSpec, run_spec_function
 from helm.benchmark.scenarios.scenario import ScenarioSpec
 
-from safetyrepro.adapters import SafetyReproError, all_benchmarks, generation_budget, get_harness_scorer, get_style
+from safetyrepro.adapters import SafetyReproError, all_benchmarks, generation_budget, get_style
+from safetyrepro.adapters.shapes import LOGLIKELIHOOD, expressible_shape
 
 from . import translate
 
@@ -42,10 +43,10 @@ def build_run_spec(benchmark: str, **args: Any) -> RunSpec:
     try:
         config = translate.entry_config(benchmark, entry)
         style = get_style(config.template)
-        get_harness_scorer(config.scoring)
+        shape = expressible_shape(config.scoring, style, "HELM")
     except SafetyReproError as exc:
         raise translate.fail(exc) from None
-    generates = config.scoring == "regex" or style.reasoning
+    generates = shape != LOGLIKELIHOOD  # one generation first (the reasoning, on the two-stage shape)
     adapter_spec = AdapterSpec(
         method=ADAPT_GENERATION if generates else ADAPT_MULTIPLE_CHOICE_SEPARATE_ORIGINAL,
         instructions="", global_prefix="", global_suffix="", input_prefix="", input_suffix="",

@@ -17,6 +17,8 @@ from helm.benchmark.scenarios.scenario import (
 
 from safetyrepro.adapters import SafetyReproError
 
+from safetyrepro.adapters.shapes import harness_shape
+
 from . import translate
 from .deployment import run_model, spec_for_deployment
 
@@ -48,6 +50,7 @@ class SafetyReproScenario(Scenario):
             spec = spec_for_deployment(model, deployment)
             config = translate.entry_config(self.benchmark, self.entry, spec)
             cell = translate.cell(config, self.entry.get("data_dir"))
+            harness_shape(cell, "HELM")  # item by item, before HELM asks the model anything
         except SafetyReproError as exc:
             raise translate.fail(exc) from None
         instances = []

@@ -22,13 +22,14 @@ from safetyrepro.adapters import (
     logprob_context,
     prepare_cell,
 )
-from safetyrepro.adapters import all_scorers, all_styles
+from safetyrepro.adapters import all_styles, get_scorer
+from safetyrepro.adapters.shapes import LOGLIKELIHOOD, declared_shape, harness_scorings
 from safetyrepro.adapters.config import DECODING_TEMPERATURE, FEWSHOT_CHOICES
 from safetyrepro.adapters.scoring import DIRECT_MAX_NEW_TOKENS, REASONING_MAX_NEW_TOKENS
 
 ENTRY_ARGUMENTS: dict[str, str] = {
     "template": " | ".join(all_styles()),
-    "scoring": " | ".join(n for n, s in all_scorers().items() if s.harness),
+    "scoring": " | ".join(sorted({n for style in all_styles().values() for n in harness_scorings(style)})),
     "fewshot": " | ".join(str(k) for k in FEWSHOT_CHOICES),
     "decoding": " | ".join(DECODING_TEMPERATURE),
     "limit": "the first N items of the core's fixed subset (default: all of it)",
@@ -98,7 +99,7 @@ def instance_text(cell: Cell, cell_item: CellItem) -> str:
     """What HELM's adapter puts before a reference: the core's chat-templated prompt, followed by
     ``Answer:`` on the direct logprob path (there the reference is the candidate continuation)."""
     assert cell_item.context is not None
-    if cell.config.scoring == "logprob" and not cell.style.reasoning:
+    if declared_shape(get_scorer(cell.config.scoring), cell.style) == LOGLIKELIHOOD:
         return logprob_context(cell_item.context)
     return cell_item.context
 

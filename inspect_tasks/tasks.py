@@ -35,11 +35,10 @@ from safetyrepro.adapters import (
     build_config,
     default_budget,
     get_benchmark,
-    get_harness_scorer,
+    get_scorer,
     prepare_cell,
-    score_generation,
-    score_loglikelihoods,
 )
+from safetyrepro.adapters.shapes import GENERATE, LOGLIKELIHOOD, harness_shape, shape_responses
 
 from safetyrepro.adapters.config import DECODING_TEMPERATURE
 
@@ -59,8 +58,9 @@ def _cell(benchmark: str, template: str, scoring: str, fewshot: int, data_dir: s
     try:
         config = build_config({"benchmark": benchmark, "template": template, "scoring": scoring, "fewshot": fewshot},
                               source="task arguments (-T)")
-        get_harness_scorer(config.scoring)
-        return prepare_cell(config, data_dir=data_dir)
+        cell = prepare_cell(config, data_dir=data_dir)
+        harness_shape(cell, "Inspect")  # a scoring path Inspect cannot ask is one clear error
+        return cell
     except SafetyReproError as exc:
         raise PrerequisiteError(f"error: {exc}") from None
 
@@ -69,7 +69,7 @@ def build_task(benchmark: str, template: str = "minimal", scoring: str = "logpro
                data_dir: str | None = None) -> Task:
     """The Inspect task of one benchmark x template x scoring x few-shot, from the core's cell."""
     cell = _cell(benchmark, template, scoring, fewshot, data_dir)
-    if scoring == "logprob":
+    if harness_shape(cell) != GENERATE:
         # Inspect resolves the model before the tasks: refuse here, before any sample runs.
         _require_loglikelihoods(active_model())
     samples = [
@@ -100,7 +100,7 @@ def _require_loglikelihoods(model: Model | None) -> None:
     """The logprob path never falls back silently: only the safetyrepro/ provider scores candidates."""
     if model is not None and not isinstance(model.api, SafetyReproAPI):
         raise PrerequisiteError(
-            f"error: scoring=logprob needs candidate loglikelihoods, which {model} cannot give -- fix: run with "
+            f"error: this scoring path needs candidate loglikelihoods, which {model} cannot give -- fix: run with "
             f"--model {PROVIDER}/embedded (or {PROVIDER}/<HF folder or id>), or -T scoring=regex")
 
 
@@ -127,17 +127,19 @@ def _config_hash(cell: Cell, reported: dict[str, Any], *, generates: bool) -> st
 
 @solver
 def safetyrepro_solver(benchmark: str, template: str, scoring: str, fewshot: int, data_dir: str | None):
-    """Regex path: one generation. Logprob path: (cot: the reasoning first, then) candidate
-    loglikelihoods from the ``safetyrepro/`` provider -- no other provider can give them."""
+    """What the scorer's shape asks (``requests.harness_shape``): one generation; candidate
+    loglikelihoods from the ``safetyrepro/`` provider (no other provider can give them); or a
+    generation first and the candidates after it."""
     cell = _cell(benchmark, template, scoring, fewshot, data_dir)
+    shape = harness_shape(cell, "Inspect")
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        if scoring == "regex":
+        if shape == GENERATE:
             return await generate(state)
         model = get_model()
         _require_loglikelihoods(model)
         reasoning = None
-        if cell.style.reasoning:
+        if shape != LOGLIKELIHOOD:  # the generation first: the candidates are scored after it
             state = await generate(state)
             reasoning = state.output.completion
         asked = list(state.messages) if reasoning is None else list(state.messages[:-1])
@@ -167,22 +169,24 @@ def safetyrepro_metrics():
 
 @scorer(metrics=[safetyrepro_metrics()])
 def safetyrepro_scorer(benchmark: str, template: str, scoring: str, fewshot: int, data_dir: str | None):
-    """The core's decision for each sample; unparsed is Inspect's NOANSWER, never a class."""
+    """The core scorer's decision for each sample; unparsed is Inspect's NOANSWER, never a class."""
     cell = _cell(benchmark, template, scoring, fewshot, data_dir)
+    shape = harness_shape(cell, "Inspect")
+    reader = get_scorer(scoring)
 
     async def score(state: TaskState, target: Target) -> Score:
         cell_item = cell.item(state.metadata["item_id"])
         model_meta: dict[str, Any] = dict(state.output.metadata or {}) if state.output else {}
-        if scoring == "regex":
-            outcome = score_generation(cell.benchmark, cell_item.item, state.output.completion)
+        if shape == GENERATE:
+            outcome = reader.read(cell, cell_item, shape_responses(shape, state.output.completion, []))
             prompt = model_meta.get("prompt")
             context = None
         else:
             scored = state.metadata["loglikelihood_output"]
-            outcome = score_loglikelihoods(cell.benchmark, cell_item.item, scored["loglikelihoods"],
-                                           is_greedy=scored["is_greedy"], reasoning=state.metadata["reasoning"])
+            pairs = list(zip(scored["loglikelihoods"], scored["is_greedy"]))
+            outcome = reader.read(cell, cell_item, shape_responses(shape, state.metadata["reasoning"], pairs))
             prompt, context = scored["prompt"], scored["logprob_context"]
-        generates = scoring == "regex" or cell.style.reasoning
+        generates = shape != LOGLIKELIHOOD
         reported = model_meta if generates else state.metadata.get("loglikelihood_output") or {}
         config_hash = _config_hash(cell, reported, generates=generates)
         if outcome.prediction is None:

@@ -24,28 +24,32 @@ from safetyrepro.adapters import (
     all_benchmarks,
     build_config,
     get_benchmark,
+    get_scorer,
     logprob_context,
     prepare_cell,
-    score_generation,
-    score_loglikelihoods,
 )
+from safetyrepro.adapters.shapes import harness_shape, shape_responses
 
-def _cell(benchmark: str, template: str, data_dir: str | None) -> Cell:
-    return _prepared(benchmark, template, data_dir or os.environ.get("SAFETYREPRO_DATA_DIR"))
-
-
-@functools.cache
-def _prepared(benchmark: str, template: str, data_dir: str | None) -> Cell:
-    """One prepared cell per (benchmark, template, data folder) in the process."""
-    return prepare_cell(build_config({"benchmark": benchmark, "template": template}), data_dir=data_dir)
+def _cell(benchmark: str, template: str, scoring: str, data_dir: str | None) -> Cell:
+    return _prepared(benchmark, template, scoring, data_dir or os.environ.get("SAFETYREPRO_DATA_DIR"))
 
 
 @functools.cache
-def _datasets(benchmark: str, template: str, data_dir: str | None, env_data_dir: str | None) -> Any:
+def _prepared(benchmark: str, template: str, scoring: str, data_dir: str | None) -> Cell:
+    """One prepared cell per (benchmark, template, scoring, data folder) in the process; the
+    scoring path must be one lm-eval can ask (one clear error otherwise)."""
+    cell = prepare_cell(build_config({"benchmark": benchmark, "template": template, "scoring": scoring}),
+                        data_dir=data_dir)
+    harness_shape(cell, "lm-eval")
+    return cell
+
+
+@functools.cache
+def _datasets(benchmark: str, template: str, scoring: str, data_dir: str | None, env_data_dir: str | None) -> Any:
     """The task's documents; keyed by the environment's data folder too, which a None data_dir means."""
     import datasets
 
-    cell = _prepared(benchmark, template, data_dir or env_data_dir)
+    cell = _prepared(benchmark, template, scoring, data_dir or env_data_dir)
     # lm-eval needs some target index even where no option is correct (CrowS-Pairs): 0.
     test = [_doc(cell, c.item.id, c.user_turn, list(c.answer_strings),
                  c.item.gold if c.item.gold is not None else 0, data_dir) for c in cell.items]
@@ -61,6 +65,7 @@ def _doc(cell: Cell, item_id: str, query: str, choices: list[str], target: int, 
         "item_id": item_id,
         "benchmark": cell.benchmark.name,
         "template": cell.style.name,
+        "scoring": cell.config.scoring,
         "data_dir": data_dir or "",
         "query": query,
         "system": cell.system or "",
@@ -69,47 +74,48 @@ def _doc(cell: Cell, item_id: str, query: str, choices: list[str], target: int, 
     }
 
 
-def load_docs(benchmark: str | None = None, template: str | None = None, data_dir: str | None = None,
-              **_: Any):
+def load_docs(benchmark: str | None = None, template: str | None = None, scoring: str = "logprob",
+              data_dir: str | None = None, **_: Any):
     """``custom_dataset``: the core's prepared cell -- its fixed subset as split ``test`` and its
     exemplar pool, in pool order, as split ``fewshot`` (read with ``sampler: first_n``).
 
-    ``benchmark`` and ``template`` come from the task's ``metadata``; ``data_dir`` from
+    ``benchmark``, ``template`` and ``scoring`` come from the task's ``metadata``; ``data_dir`` from
     ``--metadata '{"data_dir": ...}'`` or ``SAFETYREPRO_DATA_DIR``.
     """
     if not benchmark or not template:
         raise ConfigError("a safetyrepro lm-eval task needs metadata benchmark and template",
                           "use the generated task YAMLs (python -m safetyrepro.lm_eval_tasks.generate)")
-    return _datasets(benchmark, template, data_dir, os.environ.get("SAFETYREPRO_DATA_DIR"))
+    return _datasets(benchmark, template, scoring, data_dir, os.environ.get("SAFETYREPRO_DATA_DIR"))
 
 
-def _item(doc: dict[str, Any]):
-    return _cell(doc["benchmark"], doc["template"], doc["data_dir"] or None).item(doc["item_id"]).item
+def _read(doc: dict[str, Any], generation: str | None, scored: list[Any]) -> Outcome:
+    """The document's decision by its scorer, from lm-eval's answers in the scorer's request order."""
+    cell = _cell(doc["benchmark"], doc["template"], doc["scoring"], doc["data_dir"] or None)
+    shape = harness_shape(cell, "lm-eval")
+    return get_scorer(doc["scoring"]).read(cell, cell.item(doc["item_id"]), shape_responses(shape, generation, scored))
 
 
 def _per_metric(doc: dict[str, Any], outcome: Outcome, *, generated: bool = False) -> dict[str, Any]:
     # lm-eval gives every metric its own per-document value; each carries the whole outcome so
     # the core can compute ratio metrics (bias scores) over all documents at aggregation time.
-    payload = {"benchmark": doc["benchmark"], "gold": _item(doc).gold, **outcome.model_dump()}
+    cell = _cell(doc["benchmark"], doc["template"], doc["scoring"], doc["data_dir"] or None)
+    payload = {"benchmark": doc["benchmark"], "gold": cell.item(doc["item_id"]).item.gold, **outcome.model_dump()}
     return {name: payload for name in metric_names(doc["benchmark"], generated=generated)}
 
 
 def process_logprob(doc: dict[str, Any], results: list[tuple[float, bool]]) -> dict[str, Any]:
-    bench = get_benchmark(doc["benchmark"])
-    outcome = score_loglikelihoods(bench, _item(doc), [ll for ll, _ in results], is_greedy=[g for _, g in results])
-    return _per_metric(doc, outcome)
+    """A ``multiple_choice`` task: one loglikelihood per candidate."""
+    return _per_metric(doc, _read(doc, None, list(results)))
 
 
 def process_regex(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
-    outcome = score_generation(get_benchmark(doc["benchmark"]), _item(doc), results[0])
-    return _per_metric(doc, outcome, generated=True)
+    """A ``generate_until`` task: one generation."""
+    return _per_metric(doc, _read(doc, results[0], []), generated=True)
 
 
 def process_cot_logprob(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
-    reasoning, scored = results[0], results[1:]
-    outcome = score_loglikelihoods(get_benchmark(doc["benchmark"]), _item(doc), [ll for ll, _ in scored],
-                                   is_greedy=[g for _, g in scored], reasoning=reasoning)
-    return _per_metric(doc, outcome)
+    """A ``CotLogprobTask``: the generation, then one loglikelihood per candidate after it."""
+    return _per_metric(doc, _read(doc, results[0], list(results[1:])))
 
 
 # ---- metrics ----------------------------------------------------------------------------------

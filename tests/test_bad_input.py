@@ -176,14 +176,14 @@ def test_killed_while_evaluating_resumes_to_identical_records(tmp_path: Path, un
     out = tmp_path / "run"
     start_paused([*SAMPLED, "--out", str(out)], "after-chunk-1", tmp_path)  # 4 of 6 items journaled
     assert not out.exists()  # nothing is published before the run finishes
-    journals = list(tmp_path.glob(".run.records-*.jsonl"))
+    journals = list(tmp_path.glob(".run.events-*.jsonl"))
     assert len(journals) == 1 and len(journals[0].read_text().splitlines()) == 1 + 4
     # A write torn by a kill mid-line: detected, cut, reported; never kept.
     with open(journals[0], "a") as handle:
-        handle.write('{"seq": 4, "key": "xstest/')
+        handle.write('{"seq": 4, "key": "0a1b')
     proc = cli(*SAMPLED, "--out", str(out))
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "cut a torn last entry" in proc.stderr and "resuming xstest: 4 of 6 items" in proc.stderr
+    assert "cut a torn last entry" in proc.stderr and "resuming xstest: 4 of 6 requests" in proc.stderr
     assert (out / "records.jsonl").read_text() == uninterrupted  # sampled outputs included
     assert complete(out)["counts"]["resumed"] == 4
     assert not list(tmp_path.glob(".run.*"))  # the journal is gone once the run is published
@@ -192,9 +192,10 @@ def test_killed_while_evaluating_resumes_to_identical_records(tmp_path: Path, un
 def test_an_edited_journal_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "run"
     start_paused([*SAMPLED, "--out", str(out)], "after-chunk-0", tmp_path)
-    journal = next(tmp_path.glob(".run.records-*.jsonl"))
+    journal = next(tmp_path.glob(".run.events-*.jsonl"))
     lines = journal.read_text().splitlines()
-    lines[1] = lines[1].replace('"prediction":', '"prediction": 1, "x":', 1)
+    lines[1] = lines[1].replace('"response":', '"response": "forged", "x":', 1)
+    assert lines[1] != journal.read_text().splitlines()[1]
     journal.write_text("\n".join(lines) + "\n")
     proc = cli(*SAMPLED, "--out", str(out))
     assert proc.returncode == 2 and "breaks the hash chain" in proc.stderr and "Traceback" not in proc.stderr

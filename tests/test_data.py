@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from safetyrepro.adapters import DataError, all_benchmarks, get_benchmark
-from safetyrepro.adapters.datafiles import FILES, resolve_data_dir
+from safetyrepro.adapters.datafiles import resolve_data_dir
 from safetyrepro.adapters.subsets import build_manifest, load_manifest, select
 
 
@@ -100,7 +100,7 @@ def test_subset_independent_of_row_order(all_items: dict) -> None:
 
 def _copy(data_dir: Path, tmp_path: Path, benchmark: str) -> Path:
     root = tmp_path / "data"
-    for f in FILES[benchmark]:
+    for f in get_benchmark(benchmark).files:
         (root / f.path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(data_dir / f.path, root / f.path)
     return root

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from safetyrepro.adapters import DataError, get_benchmark
-from safetyrepro.adapters.datafiles import FILES, download, ensure_files, resolve_data_dir
+from safetyrepro.adapters.datafiles import download, ensure_files, resolve_data_dir
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ def mirror(tmp_path: Path, data_dir: Path) -> Iterator[Path]:
     """A loopback HTTP server over a copy of the XSTest and CrowS files."""
     root = tmp_path / "mirror"
     for name in ("xstest", "crows_pairs"):
-        for f in FILES[name]:
+        for f in get_benchmark(name).files:
             (root / f.path).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(data_dir / f.path, root / f.path)
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
@@ -51,7 +51,7 @@ def test_download_into_cache_and_load(mirror, cache_env: Path, monkeypatch: pyte
     assert (cache_env / "data/xstest/xstest_prompts.csv").read_bytes() == (root / "xstest/xstest_prompts.csv").read_bytes()
     # A second load reuses the verified file: the mirror may go away.
     monkeypatch.setenv("SAFETYREPRO_DATA_MIRROR", "http://127.0.0.1:9")
-    assert len(ensure_files("xstest", source)) == 1
+    assert len(ensure_files(get_benchmark("xstest").files, source)) == 1
 
 
 def test_tampered_download_is_rejected_and_not_kept(mirror, cache_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -60,7 +60,7 @@ def test_tampered_download_is_rejected_and_not_kept(mirror, cache_env: Path, mon
     served.write_bytes(served.read_bytes() + b"\n")
     monkeypatch.setenv("SAFETYREPRO_DATA_MIRROR", url)
     with pytest.raises(DataError, match=r"crows_pairs_anonymized.csv has sha256 .* expected dfb36986"):
-        download("crows_pairs", resolve_data_dir(None))
+        download(get_benchmark("crows_pairs").files, resolve_data_dir(None))
     folder = cache_env / "data/crows_pairs"
     assert not any(folder.iterdir())  # no partial or wrong file left behind
 
@@ -68,4 +68,4 @@ def test_tampered_download_is_rejected_and_not_kept(mirror, cache_env: Path, mon
 def test_unreachable_source_is_one_clear_error(cache_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SAFETYREPRO_DATA_MIRROR", "http://127.0.0.1:9")
     with pytest.raises(DataError, match=r"could not download http://127.0.0.1:9/xstest/xstest_prompts.csv.*--data-dir"):
-        download("xstest", resolve_data_dir(None))
+        download(get_benchmark("xstest").files, resolve_data_dir(None))

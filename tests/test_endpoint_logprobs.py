@@ -14,7 +14,7 @@ from test_endpoint import _free_port, _main, events, serving
 from safetyrepro.adapters.errors import ConfigError
 from safetyrepro.adapters.grid import build_grid, plan
 from safetyrepro.adapters.gridexec import request_pair
-from safetyrepro.adapters.gridplan import Request
+from safetyrepro.adapters.gridplan import ModelRequest
 from safetyrepro.adapters.models.endpoint import echoed_loglikelihood
 
 SERVER_PYTHON = Path(__file__).resolve().parents[1] / ".venv-llama" / "bin" / "python"
@@ -68,7 +68,7 @@ def test_loglikelihood_cells_run_on_the_endpoint_and_agree_with_the_local_weight
     responses = {b["request_sha256"]: b["response"] for b in bodies}
     pairs = []
     for body in scored:
-        request = Request(**body["request"])
+        request = ModelRequest(**body["request"])
         context, continuation = request_pair(request, responses)
         raw = body["endpoint"]["raw"]
         # what the log keeps is the server's echo, and the response is what it reads there

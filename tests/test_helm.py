@@ -185,7 +185,7 @@ def test_bad_run_entry_arguments_are_one_line(helm_root: Path, run_entry: str, m
         ({"shots": "3"}, "unknown argument 'shots' -- fix: use only these arguments: template="),
         ({"fewshot": "three"}, "fewshot='three' is not a whole number"),
         ({"template": "fancy"}, "unknown template 'fancy'"),
-        ({"scoring": "symmetric"}, "scoring 'symmetric' is not translated into the harnesses"),
+        ({"scoring": "symmetric"}, "scoring 'symmetric' asks requests HELM cannot express"),
         ({"fewshot": "4"}, "fewshot: Value error, fewshot must be one of (0, 3, 5)"),
     ],
 )

@@ -143,7 +143,7 @@ def test_bad_task_arguments_fail_with_one_clear_message(tmp_path: Path, args: li
     ("arguments", "message"),
     [
         ({"scoring": "vibes"}, "unknown scoring 'vibes'"),
-        ({"scoring": "symmetric"}, "scoring 'symmetric' is not translated into the harnesses"),
+        ({"scoring": "symmetric"}, "scoring 'symmetric' asks requests Inspect cannot express"),
         ({"fewshot": 2}, "fewshot must be one of (0, 3, 5)"),
         ({"data_dir": "/nonexistent"}, "data folder /nonexistent does not exist"),
     ],

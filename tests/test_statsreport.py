@@ -409,7 +409,7 @@ def test_verify_reports_a_damaged_log_without_a_traceback(run: Path, tmp_path: P
 
 
 def test_verify_prints_the_anchor_and_checks_an_expected_one(run: Path, tmp_path: Path) -> None:
-    from safetyrepro.adapters.gridresults import GridResults
+    from safetyrepro.adapters.gridverify import open_verified
 
     proc = cli("verify", str(run), cwd=tmp_path)
     lines = dict(line.split(" ", 1) for line in proc.stdout.splitlines()[1:])
@@ -438,7 +438,7 @@ def test_verify_prints_the_anchor_and_checks_an_expected_one(run: Path, tmp_path
     # The GRID card quotes the anchor.
     card = cli("card", str(next((run / "cells").iterdir())), "--format", "yaml", cwd=tmp_path)
     assert f"log_sha256: {last['sha256']}" in card.stdout
-    assert GridResults.open(run).log_sha256 == last["sha256"]
+    assert open_verified(run).log_sha256 == last["sha256"]
     for args, message in ((("verify", str(tmp_path)), "is not a grid run"), (("verify", str(tmp_path / "nope")), "is not a folder"),
                           (("verify", str(run), "--expect", "abc"), "is not a SHA-256")):
         proc = cli(*args, cwd=tmp_path)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..datafiles import BBQ_CATEGORIES_PRESENT, FILES
+from ..datafiles import DataFile, github_raw
 from ..errors import DataError
 from ..items import Item
 from ..records import Outcome
@@ -40,10 +40,34 @@ def target_index(row: dict) -> int | None:
     return hits[0] if len(hits) == 1 else None
 
 
+_REPO = ("nyu-mll/BBQ", "bea11bd97d79217245b5871acd247b9d6eb24598")
+CATEGORIES_PRESENT = {
+    "Age": "46e805b3fc2d8cbd26eeb8e8430d98cf7b2dc9c83574ff3674e8ce4f0fca2a60",
+    "Disability_status": "375d40d9b71f056150264445ec189b13934998f3f49a1e311aa7578eb3b45e5f",
+    "Nationality": "a583e74666aec0341ded8aa3983e7cad694eb24de72c254d28b2df3035720090",
+    "Physical_appearance": "e48d7e13508565f4801574e611043470c25c95a0a62af3699cb5ee7cb02608fb",
+    "Religion": "cb9555f9f3454a52cd2df85956b59bd7fcca5aa922c8527693b1164d08417616",
+    "Sexual_orientation": "2c71036b9e7584fe589c42aef32c1a42bc01b9a5e9b1b8704342630cdb08cefd",
+}
+"""The six BBQ categories in the shared snapshot and their files' SHA-256; the evaluation subset is
+drawn from these only, so a user holding all eleven files gets the same subset."""
+CATEGORIES_MISSING = {
+    "Gender_identity": "8b5adbb368510a97d5775dc43e1c719e0249fe2da33f13c83e3e29edafec7a00",
+    "Race_ethnicity": "4a9f1214cfaa115ce7f0bdb40609122e431f5152c71b8ca64d665e483b946ae6",
+    "Race_x_SES": "af8e2ae3d0e5be9ebcbfe7149e591d47ff649e263307f4548f7fb12f6a6d83e8",
+    "Race_x_gender": "e5dbba782f8c4e25b99dd5470b5136e2db73dbf401cf6d4a5a3ed31b02f95696",
+    "SES": "9f92754bb037b0982604b9112705fb81d60a19d9e759c67e4a85e484a070f528",
+}
+"""Categories not in the snapshot (files of 4 MiB or more); pinned so a later copy can be checked."""
+FILES = tuple(DataFile(f"bbq/{category}.jsonl", github_raw(*_REPO, f"data/{category}.jsonl"), sha)
+              for category, sha in CATEGORIES_PRESENT.items())
+"""The pinned upstream files (commit, SHA-256: ``shared/data/README.md``)."""
+
+
 class BBQ(Benchmark):
     name = "bbq"
     title = "BBQ"
-    files = FILES["bbq"]
+    files = FILES
     metric_specs = (
         MetricSpec(name="accuracy", direction="higher", primary=True,
                    description="share of items answered correctly; unparsed counts as wrong"),
@@ -97,7 +121,7 @@ class BBQ(Benchmark):
         return items
 
     def eligible(self, item: Item) -> bool:
-        return item.meta["category"] in BBQ_CATEGORIES_PRESENT and item.meta["target_index"] is not None
+        return item.meta["category"] in CATEGORIES_PRESENT and item.meta["target_index"] is not None
 
     def stratum(self, item: Item) -> str:
         m = item.meta

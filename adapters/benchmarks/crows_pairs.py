@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..datafiles import FILES
+from ..datafiles import DataFile, github_raw
 from ..errors import DataError
 from ..items import Item
 from ..records import Outcome
@@ -18,10 +18,18 @@ from .base import Benchmark
 CSV = "crows_pairs/crows_pairs_anonymized.csv"
 
 
+_REPO = ("nyu-mll/crows-pairs", "8aaac11c485473159ec9328a65253a5be9a479dc")
+FILES = (
+    DataFile("crows_pairs/crows_pairs_anonymized.csv", github_raw(*_REPO, "data/crows_pairs_anonymized.csv"),
+             "dfb36986ce0502abbaf7055b9176da3d08d48e07df1251991b5dfbcbceab9d0c"),
+)
+"""The pinned upstream file (commit, SHA-256: ``shared/data/README.md``)."""
+
+
 class CrowsPairs(Benchmark):
     name = "crows_pairs"
     title = "CrowS-Pairs"
-    files = FILES["crows_pairs"]
+    files = FILES
     metric_specs = (
         MetricSpec(name="pct_stereotype", direction="target", target=50.0, primary=True,
                    description="% of parsed pairs where the more stereotypical sentence was chosen; 50 is ideal"),

@@ -6,7 +6,7 @@ import csv
 import json
 from pathlib import Path
 
-from ..datafiles import FILES
+from ..datafiles import DataFile, github_raw
 from ..errors import DataError
 from ..items import Item
 from .base import LETTERS, Benchmark, stable_unit
@@ -15,10 +15,20 @@ CSV = "truthfulqa/v0/TruthfulQA.csv"
 MC = "truthfulqa/v0/mc_task.json"
 
 
+_REPO = ("sylinrl/TruthfulQA", "d71c110897f5d31c5d7f309e7bc316c152f6f031")
+FILES = (
+    DataFile("truthfulqa/v0/TruthfulQA.csv", github_raw(*_REPO, "data/v0/TruthfulQA.csv"),
+             "8d7dd15f033196140f032d97d30f037da7a7b1192c3f36f9937c1850925335a2"),
+    DataFile("truthfulqa/v0/mc_task.json", github_raw(*_REPO, "data/v0/mc_task.json"),
+             "6eb4125d25750c0145c4be2dce00440736684ab6f74ce6bff2139571cc758954"),
+)
+"""The pinned upstream files (commit, SHA-256: ``shared/data/README.md``)."""
+
+
 class TruthfulQA(Benchmark):
     name = "truthfulqa"
     title = "TruthfulQA (MC1)"
-    files = FILES["truthfulqa"]
+    files = FILES
     subset_rule = "proportional to Type x Category strata (largest remainder), seeded rank within each stratum"
 
     def parse(self, paths: dict[str, Path]) -> list[Item]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..datafiles import FILES
+from ..datafiles import DataFile, github_raw
 from ..errors import DataError
 from ..items import Item
 from ..records import Outcome
@@ -19,10 +19,18 @@ CSV = "xstest/xstest_prompts.csv"
 COMPLY, REFUSE = 0, 1
 
 
+_REPO = ("paul-rottger/exaggerated-safety", "d7bb5bd738c1fcbc36edd83d5e7d1b71a3e2d84d")
+FILES = (
+    DataFile("xstest/xstest_prompts.csv", github_raw(*_REPO, "xstest_prompts.csv"),
+             "11783fb294ed017473ee53c207d71f2161c7672c8d0b037501e78387f801cb5a"),
+)
+"""The pinned upstream file (commit, SHA-256: ``shared/data/README.md``)."""
+
+
 class XSTest(Benchmark):
     name = "xstest"
     title = "XSTest"
-    files = FILES["xstest"]
+    files = FILES
     subset_size = 432
     pool_size = 18
     metric_specs = (

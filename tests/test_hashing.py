@@ -1,0 +1,68 @@
+"""Golden hashes: every plan, configuration, request key, batch, log anchor and chain hash a run
+frozen before the one-engine refactor computed, computed the same way now.
+
+The values were computed by the code at commit a722f80 (before ``hashing.py``, the scoring-path
+contract and ``gridplan.RequestPlan`` existed). A run frozen then must still resume and verify, so
+any change here is a change of every existing plan's identity: never edit a value to make this pass.
+"""
+
+from __future__ import annotations
+
+import json
+
+from safetyrepro.adapters import build_config
+from safetyrepro.adapters.grid import build_grid, plan
+from safetyrepro.adapters.gridplan import GridPlan, run_anchor
+from safetyrepro.adapters.hashing import canonical, derived_seed, sha256_json, sha256_text
+
+# Every built-in scoring path, a reasoning style, sampling, symmetric's mirrored askings, a repeat gate.
+GRID = {"models": [{"name": "m"}], "benchmarks": ["bbq", "crows_pairs"], "templates": ["minimal", "cot"],
+        "scorings": ["logprob", "regex", "symmetric"], "fewshots": [0, 3], "decodings": ["greedy", "t0.7"],
+        "limit": 3, "exclusions": [{"template": "cot", "scoring": "symmetric"}],
+        "gates": {"repeat": {"configs": [{"template": "minimal"}]}}}
+GOLDEN = {
+    "config": "301ad7c62c1f9007023dbf2b38855885c1c9d6487ab2d97be48049ae670b9495",
+    "config2": "617b4f2f68617e285e2bcbecb6755a8032855679fbcd664f3f10cec5bc989cde",
+    "plan": "ee6e95e38c9e0d278b002b2f0eb9da27449e4867fbe904d5c5a3e1a0873ff3f4",
+    "keys": "5da67f45d5dafceecbc848623c43dab9949342e5d2c5be51b105cf6b9d3e65cf",
+    "batches": "8d26145ed2b74f8d00ed8468311b1c84194041b4c216eb4930c7217f1cf10140",
+    "anchor": "637f1bd4a01f33603d45f5f157580d9701f2a5de0e13986d6af40b73885445f2",
+    "header": "53a9e9630085f808625ec3aa70f982fda9b0fe28c1a390edfbf74ef8f87009a4",
+    "entry": "e859e3a3edd94256ca87352a57968ab7ce77ccc112ab4003c42e0551e0ca5bb7",
+    "seed": (1902167275, "8585c8f232358bc1560d59aa4595554620600bee43ce9b081f1a1e58c41f7687"),
+}
+
+
+def test_configuration_hashes() -> None:
+    config = build_config({"benchmark": "bbq", "template": "cot", "scoring": "regex", "fewshot": 3, "decoding": "t0.7"})
+    assert config.config_hash() == GOLDEN["config"]
+    config = build_config({"benchmark": "xstest", "scoring": "symmetric", "extraction": "standard",
+                           "model": {"name_or_path": "embedded", "quantization": "nf4", "dtype": "bfloat16"}})
+    assert config.config_hash() == GOLDEN["config2"]
+
+
+def test_plan_requests_batches_seeds_and_log_hashes() -> None:
+    grid = build_grid(GRID)
+    frozen = plan(grid)
+    prepared = GridPlan(frozen, grid, None)
+    assert frozen["plan_sha256"] == GOLDEN["plan"]
+    assert sha256_json(prepared.keys) == GOLDEN["keys"]  # every request body, in plan order
+    assert sha256_text(json.dumps(prepared.batches)) == GOLDEN["batches"]
+    identities = {"m": {"name": "m", "path": "embedded", "quantization": "none", "weights_sha256": "0" * 64,
+                        "runtime": {"device": "cpu", "engine": "context-states/1"}}}
+    assert run_anchor(frozen, prepared, identities, {"torch": "2.13.0"}) == GOLDEN["anchor"]
+    header = {"format": "safetyrepro-journal/1", "anchor": "a" * 64,
+              "plan_sha256": sha256_json({"plan": prepared.keys[:3]})}
+    assert sha256_json({"header": header}) == GOLDEN["header"]
+    entry = {"seq": 0, "key": prepared.keys[0], "prev": "b" * 64,
+             "body": {"response": [-1.25, True], "utc": "2026-12-02T00:00:00.000+00:00"}}
+    assert sha256_json(entry) == GOLDEN["entry"]
+    sampled = next(prepared.requests[k] for k in prepared.keys if prepared.requests[k].seed is not None)
+    assert (sampled.seed, sampled.key) == GOLDEN["seed"]
+    unseeded = sampled.body() | {"seed": None}
+    assert sampled.seed == derived_seed(f"{grid.seed}|{sha256_json({k: v for k, v in unseeded.items() if v is not None})}")
+
+
+def test_canonical_json_is_sorted_and_compact() -> None:
+    assert canonical({"b": 1, "a": [1.5, None, "é"]}) == '{"a":[1.5,null,"\\u00e9"],"b":1}'
+    assert sha256_text("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
