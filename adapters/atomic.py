@@ -54,20 +54,18 @@ import re
 import secrets
 import shutil
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
+from .durable import (PAUSE_ENV, fsync_dir, fsync_file, pause_point, replace_file, sync_tree, temp_target,
+                      write_text_durably)
 from .errors import ConfigError
 
 __all__ = [
     "PAUSE_STEPS", "check_name", "check_writable", "exchange_supported", "fsync_dir", "fsync_file", "is_leftover", "publish_dir", "recover",
-    "replace_file", "stage_dir", "sync_tree", "temp_target", "write_text_durably",
+    "pause_point", "replace_file", "stage_dir", "sync_tree", "temp_target", "write_text_durably",
 ]
 
-PAUSE_ENV = "SAFETYREPRO_TEST_PAUSE_AT"
-PAUSE_SECONDS_ENV = "SAFETYREPRO_TEST_PAUSE_SECONDS"
 # In order of occurrence. Exchange mode passes before-swap, after-marker, after-exchange,
 # before-cleanup, during-cleanup; fallback mode passes all but after-exchange.
 PAUSE_STEPS = (
@@ -113,82 +111,6 @@ def _marker_tmp_re(name: str) -> re.Pattern[str]:
 
 def _token() -> str:
     return secrets.token_hex(_TOKEN_HEX // 2)
-
-
-# --------------------------------------------------------------------------- durability
-
-
-def fsync_file(path: Path) -> None:
-    """Flush one file's content to disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_dir(path: Path) -> None:
-    """Flush a folder's entries (creations, renames, deletions) to disk; a no-op where the OS
-    cannot open folders (Windows)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except (PermissionError, IsADirectoryError):
-        return
-    try:
-        os.fsync(fd)
-    except OSError as exc:  # some filesystems refuse fsync on folders
-        if exc.errno not in (errno.EINVAL, errno.EBADF, errno.ENOTSUP):
-            raise
-    finally:
-        os.close(fd)
-
-
-def write_text_durably(path: Path, text: str, encoding: str = "utf-8") -> None:
-    """Write ``text`` to ``path`` and fsync it (meant for files inside a staging folder, which
-    nobody reads until it is published, so the file itself need not be replaced atomically)."""
-    with open(path, "w", encoding=encoding) as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-TEMP_INFIX = ".tmp-"
-"""``replace_file`` writes ``.<name>.tmp-XXXXXXXX`` beside ``<name>`` (mkstemp's 8 characters)."""
-_TEMP_RE = re.compile(r"\.(.+?)(?:\.tmp-[a-z0-9_]{8}|\.[a-z0-9_]{8}|\.tmp)")
-
-
-def temp_target(name: str) -> str | None:
-    """The file whose interrupted :func:`replace_file` left a temporary file called ``name``
-    (None: not such a name). Also the forms earlier versions wrote (``.<name>.XXXXXXXX``,
-    ``.<name>.tmp``), so a run they left behind is still recognised. Callers compare the result
-    with the names they write: it proves nothing on its own."""
-    match = _TEMP_RE.fullmatch(name)
-    return match.group(1) if match else None
-
-
-def replace_file(path: Path, content: str | bytes) -> None:
-    """Write a whole file so a reader (or a kill) sees the old or the new content, never part:
-    a temporary sibling (``.<name>.tmp-XXXXXXXX``), fsynced, renamed over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{TEMP_INFIX}")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(content.encode() if isinstance(content, str) else content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def sync_tree(root: Path) -> None:
-    """fsync every file and folder under ``root`` (cheap for files that are already synced)."""
-    for folder, _dirs, files in os.walk(root):
-        for name in files:
-            if not os.path.islink(os.path.join(folder, name)):
-                fsync_file(Path(folder, name))
-        fsync_dir(Path(folder))
 
 
 def _write_marker(target: Path, content: dict[str, Any]) -> None:
@@ -253,19 +175,6 @@ def exchange_supported() -> bool:
 
 
 # --------------------------------------------------------------------------- test hook
-
-
-def pause_point(step: str, parent: Path, *, once: bool = False) -> None:
-    """The test hook: stop at ``step`` when ``SAFETYREPRO_TEST_PAUSE_AT`` names it (also used by
-    the runner between journaled chunks: ``after-chunk-<n>``). ``once``: not again once the
-    marker is there (a retried Ray shard passes the same step)."""
-    if os.environ.get(PAUSE_ENV) != step:
-        return
-    marker = parent / f".paused-{step}"
-    if once and marker.exists():
-        return
-    marker.write_text(str(os.getpid()), encoding="utf-8")
-    time.sleep(float(os.environ.get(PAUSE_SECONDS_ENV, "30")))
 
 
 def _remove_old(path: Path, parent: Path) -> None:

@@ -97,7 +97,7 @@ class GridCard(BaseModel):
     exemplar_ids: list[str]
     """Those exemplars, in order."""
     scoring: str
-    """Scoring path: regex or logprob."""
+    """Scoring path: regex, logprob, symmetric or a plugin's (its rule in ``scoring_rule``)."""
     scoring_rule: str
     """How an output becomes a prediction, in one sentence."""
     items: int

@@ -10,7 +10,6 @@ hash before first use.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import DataError
+from .hashing import sha256_file
 
 DATA_DIR_ENV = "SAFETYREPRO_DATA_DIR"
 MIRROR_ENV = "SAFETYREPRO_DATA_MIRROR"
@@ -50,11 +50,8 @@ def cache_root() -> Path:
 
 
 def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """A data file's SHA-256 (``hashing.sha256_file``)."""
+    return sha256_file(path)
 
 
 def _url(data_file: DataFile) -> str:

@@ -8,7 +8,7 @@ a file naming their format; they are not artefacts and can always be written aga
 
 *Ownership*: a command deletes or replaces only what it can prove it wrote. :func:`foreign_entries`
 lists every entry of a folder that is none of the names above, a marked derived folder, or a
-temporary file that :func:`~.atomic.replace_file` leaves behind when it is killed mid-write
+temporary file that :func:`~.durable.replace_file` leaves behind when it is killed mid-write
 (``.<artefact name>.tmp-XXXXXXXX``). A folder with any foreign entry is never cleaned, overwritten
 or published over.
 """
@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from . import atomic
+from .durable import temp_target
 from .grid import build_grid, repeated
 from .journal import FORMAT as JOURNAL_FORMAT
 
 __all__ = [
-    "CELLS", "CELLS_TABLE", "DERIVED", "EVENTS", "GATES_FORMAT", "GATES_MARKER", "MANIFEST", "MANIFEST_FORMAT", "PLAN",
-    "RECORDS", "REPEATS", "REPEAT_FOLDER", "REPORT_FORMAT", "REPORT_MARKER", "SUMMARY", "describe", "expected_files",
+    "CELLS", "CELLS_TABLE", "DERIVED", "EVENTS", "GATES_FOLDER", "GATES_FORMAT", "GATES_MARKER", "MANIFEST", "MANIFEST_FORMAT", "PLAN",
+    "RECORDS", "REPEATS", "REPEAT_FOLDER", "REPLAY_LOG", "REPLAY_NEXT", "REPORT_FORMAT", "REPORT_MARKER", "SUMMARY", "describe", "expected_files",
     "foreign_entries", "is_derived", "is_grid_run", "read_plan", "temp_leftovers", "TOP_FILES", "CELL_FILES",
 ]
 
@@ -51,6 +52,11 @@ GATES_FORMAT = "safetyrepro-gates/1"
 GATES_MARKER = "gates.json"
 """Likewise the gate folder (``safetyrepro gate``: its verdicts and its replay log)."""
 DERIVED = {REPORT_MARKER: REPORT_FORMAT, GATES_MARKER: GATES_FORMAT}
+GATES_FOLDER = "gates"
+"""``<run>/gates/``: the gate verdicts (``gates.json``) and the replay log."""
+REPLAY_LOG = "replay.jsonl"
+REPLAY_NEXT = ".replay.jsonl.next"
+"""A replay that replaces an earlier one is written here, and renamed over it when complete."""
 
 TOP_FILES = (PLAN, EVENTS, MANIFEST, SUMMARY, CELLS_TABLE, REPEATS)
 CELL_FILES = (RECORDS, SUMMARY)
@@ -112,7 +118,7 @@ def is_grid_run(out: Path) -> bool:
 
 
 def temp_leftovers(out: Path) -> list[Path]:
-    """The temporary files interrupted :func:`~.atomic.replace_file` calls of a grid run left in
+    """The temporary files interrupted :func:`~.durable.replace_file` calls of a grid run left in
     ``out`` and its cell folders (matched by the exact names the run writes; nothing else)."""
     folders: list[tuple[Path, tuple[str, ...]]] = [(out, TOP_FILES)]
     cells = out / CELLS
@@ -124,7 +130,7 @@ def temp_leftovers(out: Path) -> list[Path]:
     for folder, names in folders:
         if folder.is_dir() and not folder.is_symlink():
             found += [p for p in folder.iterdir()
-                      if not p.is_symlink() and p.is_file() and atomic.temp_target(p.name) in names]
+                      if not p.is_symlink() and p.is_file() and temp_target(p.name) in names]
     return found
 
 
@@ -141,7 +147,7 @@ def foreign_entries(out: Path) -> list[str]:
                 foreign += _foreign_in_cells(entry)
             elif not (is_derived(entry) or atomic.is_leftover(name)):
                 foreign.append(name + "/")
-        elif not (name in TOP_FILES or atomic.temp_target(name) in TOP_FILES):
+        elif not (name in TOP_FILES or temp_target(name) in TOP_FILES):
             foreign.append(name)
     return foreign
 
@@ -160,7 +166,7 @@ def _foreign_in_cells(cells: Path) -> list[str]:
                 if entry.name == REPEAT_FOLDER and folder == cell and entry.is_dir() and not entry.is_symlink():
                     continue
                 if entry.is_symlink() or not entry.is_file() or not (
-                        entry.name in CELL_FILES or atomic.temp_target(entry.name) in CELL_FILES):
+                        entry.name in CELL_FILES or temp_target(entry.name) in CELL_FILES):
                     foreign.append(f"{sub}/{entry.name}")
     return foreign
 

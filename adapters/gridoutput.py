@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .atomic import replace_file
+from .durable import replace_file
 from .gridlayout import (CELLS, CELLS_TABLE, EVENTS, MANIFEST, MANIFEST_FORMAT, PLAN, RECORDS, REPEAT_FOLDER, REPEATS,
                          SUMMARY)
 from .gridplan import CellRequests, RequestPlan

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .atomic import pause_point
+from .durable import pause_point
 from .errors import ConfigError, ExecutionError
 from .grid import GridConfig, GridModel
 from .gridexec import compute_batch

@@ -10,7 +10,6 @@ response's time, model identity and library versions.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from . import atomic, outfolder
-from .atomic import pause_point, replace_file
+from .durable import pause_point, replace_file
 from .errors import ConfigError
 from .grid import GridConfig, plan
 from .gridexec import FingerprintWatch, endpoint_observations, pinned_threads, run_batches

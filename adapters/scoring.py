@@ -34,8 +34,9 @@ from .extract import EXTRACTION_VERSION, extract, xstest_strmatch
 from .items import Item
 from .prompts import Style
 from .records import ItemRecord, Outcome
-from .requests import (DIRECT_MAX_NEW_TOKENS, GENERATE, LOGLIKELIHOOD, REASONING_MAX_NEW_TOKENS, Request,
-                       cut_reasoning, default_budget, generation_budget, logprob_context, scored_context)
+from .requests import (DIRECT_MAX_NEW_TOKENS, GENERATE, LOGLIKELIHOOD, REASONING_MAX_NEW_TOKENS,  # noqa: F401
+                       Request, cut_reasoning, default_budget, generation_budget, logprob_context,  # (re-exported)
+                       scored_context)
 from .symmetric import argmax_candidate
 
 ARGMAX_RULE = "argmax"

@@ -98,7 +98,7 @@ def load_anchor(path: str | Path) -> Anchor:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'anchor'}: {' '.join(str(err['msg']).split())}"
                              for err in exc.errors())
-        raise ConfigError(f"invalid anchor {path}: {problems}", "correct the named fields (see the README's crosspkg section)") from None
+        raise ConfigError(f"invalid anchor {path}: {problems}", "correct the named fields (see docs/crosspkg.md)") from None
     for benchmark in anchor.benchmarks:
         get_style(anchor.run_config(benchmark).template)  # fewshot, template: the core's own checks
     return anchor

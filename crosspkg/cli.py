@@ -5,11 +5,12 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .compare import Comparison
+if TYPE_CHECKING:  # (imported when a comparison runs: every `safetyrepro` command loads this module)
+    from .compare import Comparison
 
 app = typer.Typer(no_args_is_help=True, help="Cross-harness comparison of one anchor configuration.")
 
@@ -21,7 +22,7 @@ def _group() -> None:
 
 @app.command("compare")
 def compare(
-    anchor_file: Annotated[Path, typer.Argument(help="The anchor YAML (see the README's crosspkg section).")],
+    anchor_file: Annotated[Path, typer.Argument(help="The anchor YAML (see docs/crosspkg.md).")],
     out: Annotated[str, typer.Option(help="Folder for the report, the harnesses' outputs and logs.")] = "compare",
     overwrite: Annotated[bool, typer.Option(help="Replace an existing --out.")] = False,
 ) -> None:

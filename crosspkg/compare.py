@@ -123,11 +123,11 @@ def run_comparison(anchor: Anchor, out: Path, notify: Callable[[str], None]) -> 
             runs.append(HARMONIZED[harness](anchor, out / harness))
             notify(f"{harness}: done in {runs[-1].seconds:.0f} s")
     if anchor.mode in ("native", "both"):
-        from .native import NATIVE
+        from .native import native_runners
 
         for harness in anchor.harnesses:
             notify(f"{harness} (native): running its own implementations")
-            runs.append(NATIVE[harness](anchor, out / f"{harness}{NATIVE_SUFFIX}"))
+            runs.append(native_runners()[harness](anchor, out / f"{harness}{NATIVE_SUFFIX}"))
     model = next(iter(summaries.values()))["model"]
     runtime = model.get("runtime", {})
     greedy = anchor.decoding == "greedy"

@@ -53,7 +53,7 @@ def _env() -> dict[str, str]:
             "INSPECT_LOG_LEVEL": "warning"}
 
 
-def _execute(command: list[str], folder: Path, cwd: Path | None = None) -> tuple[int, float]:
+def logged_command(command: list[str], folder: Path, cwd: Path | None = None) -> tuple[int, float]:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "command.txt").write_text(shlex.join(command) + "\n")
     started = time.time()
@@ -64,7 +64,7 @@ def _execute(command: list[str], folder: Path, cwd: Path | None = None) -> tuple
     return proc.returncode, seconds
 
 
-def _failed(harness: str, folder: Path, status: int) -> ConfigError:
+def failed(harness: str, folder: Path, status: int) -> ConfigError:
     tail = (folder / "stderr.log").read_text(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
     return ConfigError(f"{harness} exited with status {status}: {tail[0][:300]}",
                        f"see {folder}/stderr.log; the command is in {folder}/command.txt")
@@ -93,9 +93,9 @@ def lm_eval_harmonized(anchor: Anchor, out: Path) -> HarnessRun:
     if temperature > 0:
         command += ["--gen_kwargs", f"do_sample=True,temperature={temperature},top_k=0,top_p=1.0",
                     "--seed", str(anchor.seed)]
-    status, seconds = _execute(command, out)
+    status, seconds = logged_command(command, out)
     if status != 0:
-        raise _failed("lm_eval", out, status)
+        raise failed("lm_eval", out, status)
     run = HarnessRun("lm_eval", "harmonized", command, seconds)
     for benchmark, task in zip(anchor.benchmarks, tasks):
         run.items[benchmark] = read_lm_eval_samples(find_lm_eval_samples(out / "output", task))
@@ -113,9 +113,9 @@ def inspect_harmonized(anchor: Anchor, out: Path) -> HarnessRun:
     temperature = anchor.run_config(anchor.benchmarks[0]).temperature
     if temperature > 0:
         command += ["--temperature", str(temperature)]
-    status, seconds = _execute(command, out)
+    status, seconds = logged_command(command, out)
     if status != 0:
-        raise _failed("inspect", out, status)
+        raise failed("inspect", out, status)
     run = HarnessRun("inspect", "harmonized", command, seconds)
     logs = inspect_logs(out / "logs")
     for benchmark in anchor.benchmarks:
@@ -136,9 +136,9 @@ def helm_harmonized(anchor: Anchor, out: Path) -> HarnessRun:
                f"decoding={anchor.decoding},limit={anchor.limit},model={deployment.name}" for b in anchor.benchmarks]
     command = [str(BIN / "helm-run"), "--run-entries", *entries, "--suite", "crosspkg", "--max-eval-instances",
                str(anchor.limit), "--local-path", "prod_env"]
-    status, seconds = _execute(command, out)
+    status, seconds = logged_command(command, out)
     if status != 0:
-        raise _failed("helm", out, status)
+        raise failed("helm", out, status)
     run = HarnessRun("helm", "harmonized", command, seconds)
     runs = out / "benchmark_output" / "runs" / "crosspkg"
     for benchmark in anchor.benchmarks:

@@ -20,7 +20,7 @@ from helm.benchmark.scenarios.bbq_scenario import BBQScenario
 from helm.benchmark.scenarios.scenario import CORRECT_TAG, TRAIN_SPLIT, Instance, Output, Reference, ScenarioSpec
 from helm.benchmark.scenarios.truthful_qa_scenario import TruthfulQAScenario
 
-from .native import instance_key
+from .native_helm import instance_key
 
 NATIVE_FUNCTION = {"truthfulqa": "truthful_qa", "bbq": "bbq"}
 """Core benchmark -> HELM's run spec function of its native implementation."""

@@ -13,13 +13,12 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from paused import kill_at
 
 EXE = [sys.executable, "-m", "safetyrepro.adapters.cli"]
 
@@ -140,19 +139,7 @@ SAMPLED = ["run", "--benchmark", "xstest", "--scoring", "regex", "--decoding", "
 
 
 def start_paused(args: list[str], step: str, parent: Path) -> subprocess.Popen:
-    env = {**os.environ, "SAFETYREPRO_TEST_PAUSE_AT": step, "SAFETYREPRO_TEST_PAUSE_SECONDS": "120"}
-    proc = subprocess.Popen([*EXE, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    marker = parent / f".paused-{step}"
-    deadline = time.time() + 600
-    while not marker.exists():
-        if proc.poll() is not None:
-            raise AssertionError(f"finished before pausing at {step}: {proc.stderr.read()[-2000:]}")
-        assert time.time() < deadline, f"never reached {step}"
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    marker.unlink()
-    return proc
+    return kill_at(args, step, parent)
 
 
 def complete(out: Path) -> dict:

@@ -136,7 +136,8 @@ def test_existing_out_is_refused_without_overwrite(compared) -> None:
     _, root = compared
     before = (root / "c1" / "scores.json").read_bytes()
     proc = crosspkg("compare", "anchor.yaml", "--out", "c1", cwd=root)
-    assert proc.returncode == 2 and "already holds files" in proc.stderr and "--overwrite" in proc.stderr
+    assert proc.returncode == 2 and "already holds a crosspkg comparison" in proc.stderr and "--overwrite" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stdout == ""
     assert (root / "c1" / "scores.json").read_bytes() == before
 
 
@@ -218,7 +219,7 @@ def test_helm_ladder_recomputes_bbq_letter_tags_for_the_core_order() -> None:
     from helm.benchmark.scenarios.scenario import CORRECT_TAG, TEST_SPLIT, Input, Instance, Output, Reference
 
     from safetyrepro.crosspkg.helm_ladder import _bbq_tags, swap_candidates
-    from safetyrepro.crosspkg.native import instance_key
+    from safetyrepro.crosspkg.native_helm import instance_key
 
     answers = ["The grandfather", "Can't be determined", "The grandson"]  # HELM: A, B, C
     letters = ["negative", "ambiguous", "C", "A", "C", "B"]  # gold C, target A, non-target C, unknown B

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from cli_in_process import cli
 
-from safetyrepro.adapters.gates import _ordering, _spearman, item_score, verdict
+from safetyrepro.adapters.instrument import item_score, ordering, spearman, verdict
 from safetyrepro.adapters.grid import build_grid, plan
 from safetyrepro.adapters.records import ItemRecord
 
@@ -86,11 +86,11 @@ def test_verdict_needs_every_computed_number_at_the_threshold() -> None:
 
 
 def test_spearman_and_orderings() -> None:
-    assert _spearman([0.1, 0.2, 0.3], [0.1, 0.2, 0.3]) == 1.0
-    assert _spearman([0.1, 0.2, 0.3], [0.3, 0.2, 0.1]) == pytest.approx(-1.0)
-    assert _spearman([0.5, 0.5, 0.5], [0.1, 0.2, 0.3]) == 0.0  # no order on one side: no agreement
-    assert _spearman([0.1, math.nan, 0.3, 0.2], [0.1, 0.9, 0.2, 0.3]) == pytest.approx(0.5)
-    assert _ordering({"a": 0.5, "b": 0.7, "c": 0.5}) == (("b",), ("a", "c"))
+    assert spearman([0.1, 0.2, 0.3], [0.1, 0.2, 0.3]) == 1.0
+    assert spearman([0.1, 0.2, 0.3], [0.3, 0.2, 0.1]) == pytest.approx(-1.0)
+    assert spearman([0.5, 0.5, 0.5], [0.1, 0.2, 0.3]) == 0.0  # no order on one side: no agreement
+    assert spearman([0.1, math.nan, 0.3, 0.2], [0.1, 0.9, 0.2, 0.3]) == pytest.approx(0.5)
+    assert ordering({"a": 0.5, "b": 0.7, "c": 0.5}) == (("b",), ("a", "c"))
 
 
 def record(**fields: object) -> ItemRecord:

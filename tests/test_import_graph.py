@@ -117,7 +117,7 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 
 LAYERS = {
-    "base": ["errors", "hashing", "hookspecs", "atomic"],
+    "base": ["errors", "hashing", "hookspecs", "durable", "atomic"],
     # what a measurement is: items, data, templates, cells, extraction, requests, scoring, metrics
     "core": ["items", "extract", "prompts", "config", "datafiles", "benchmarks", "benchmarks.base", "benchmarks.bbq",
              "benchmarks.crows_pairs", "benchmarks.toxigen", "benchmarks.truthfulqa", "benchmarks.xstest", "subsets",
@@ -128,8 +128,9 @@ LAYERS = {
                   "journal", "identity", "grid", "gridplan", "gridexec", "gridrun", "gridray", "gridoutput",
                   "gridlayout", "runner", "outfolder"],
     # reading a finished run back: verify, results, statistics, gates, cards, the report
-    "analysis": ["gridverify", "gridresults", "stats", "analysis", "statsreport", "gates", "card"],
-    "surface": ["cli", ""],
+    "analysis": ["gridverify", "gridresults", "stats", "analysis", "statsreport", "instrument", "replay", "gates",
+                 "card"],
+    "surface": ["cli_common", "cli_grid", "cli", ""],
 }
 """Every module's layer: a module imports from its own layer or below, never above."""
 
@@ -159,3 +160,34 @@ def test_the_walk_sees_lazy_imports_and_circles() -> None:
     edges, _ = _graph()
     assert "safetyrepro.adapters.runner" in edges["safetyrepro.adapters.gridrun"]  # imported inside run_local
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _compared_names(path: Path, names: set[str]) -> list[str]:
+    """``x == "regex"``, ``x in ("logprob", ...)``: comparisons with a scoring path's name."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        constants = [c for o in operands for c in ([o] if isinstance(o, ast.Constant) else
+                                                   getattr(o, "elts", []) if isinstance(o, (ast.Tuple, ast.List, ast.Set))
+                                                   else [])]
+        hits = [c.value for c in constants if isinstance(c, ast.Constant) and c.value in names]
+        if hits:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno} compares {hits[0]!r}")
+    return found
+
+
+def test_no_module_outside_the_scorers_compares_a_scoring_name() -> None:
+    """Engines and bindings ask a scorer what it does (``requests``, ``read``, ``generates``, its
+    shape), never which one it is: a plugin's scorer then runs the same way."""
+    from safetyrepro.adapters import all_scorers
+
+    names = set(all_scorers())
+    assert {"regex", "logprob", "symmetric"} <= names
+    scorers = {FOLDER / "scoring.py"}
+    files = [p for folder in ("adapters", "lm_eval_tasks", "inspect_tasks", "helm_specs", "crosspkg")
+             for p in sorted((ROOT / folder).rglob("*.py")) if p not in scorers]
+    assert [hit for p in files for hit in _compared_names(p, names)] == []
+    # The checker itself finds one where there is one (this test's own set comparison above).
+    assert _compared_names(ROOT / "tests" / "test_import_graph.py", {"regex"})

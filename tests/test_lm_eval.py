@@ -115,8 +115,9 @@ def test_glob_and_group_run_in_the_cli(tmp_path: Path) -> None:
 
 def test_nf4_checkpoint_through_the_stock_hf_model(tmp_path: Path, lm) -> None:
     """NF4 agrees by construction: the runner loads the same pre-quantised checkpoint (same
-    weight bytes) and, with batch_size 1, runs the same tensor shapes as lm-eval's default batch
-    of 1, so bitsandbytes takes the same kernel on the same inputs whatever the CPU. (On
+    weight bytes) and computes each context alone, reading a one-token candidate from its last
+    logits -- the same tensors as lm-eval's forward of context + candidate at its default batch of
+    1 -- so bitsandbytes takes the same kernel on the same inputs whatever the CPU. (On
     AVX512-BF16 CPUs its bf16 kernel moves NF4 loglikelihoods by up to ~3e-2 when only the batch
     shape changes -- the cause of the machine-dependent failure this test once had; see
     docs/scoring.md, "NF4 on CPU".)"""

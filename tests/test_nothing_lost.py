@@ -18,15 +18,12 @@ import json
 import os
 import random
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 from cli_in_process import cli
+from paused import kill_at, start
 
 from safetyrepro.adapters.gridverify import verify
 
@@ -261,28 +258,6 @@ def test_the_table_covers_every_command() -> None:
 
 # ---- grid --overwrite, killed at random points ---------------------------------------------------
 
-def _grid_process(args: list[str], cwd: Path, pause: str | None = None) -> subprocess.Popen:
-    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "SAFETYREPRO_TEST_PAUSE_SECONDS": "120"}
-    if pause:
-        env["SAFETYREPRO_TEST_PAUSE_AT"] = pause
-    return subprocess.Popen([sys.executable, "-m", "safetyrepro.adapters.cli", *args], cwd=cwd, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-
-def _kill_at(args: list[str], cwd: Path, step: str) -> None:
-    proc = _grid_process(args, cwd, step)
-    marker = cwd / f".paused-{step}"
-    deadline = time.time() + 600
-    while not marker.exists():
-        if proc.poll() is not None:
-            raise AssertionError(f"finished before pausing at {step}: {proc.stderr.read()[-2000:]}")
-        assert time.time() < deadline, f"never reached {step}"
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    marker.unlink()
-
-
 def _plan_of(run: Path) -> str:
     return json.loads((run / "plan.json").read_text())["plan_sha256"]
 
@@ -301,14 +276,14 @@ def test_overwrite_killed_at_random_points_leaves_the_old_run_or_the_new_one(wor
     steps += rng.sample(["before-swap", "after-marker", "after-exchange", "before-cleanup", "during-cleanup"], 3)
     seen = set()
     for step in steps:
-        _kill_at(command, tmp_path, step)
+        kill_at(command, step, tmp_path, cwd=tmp_path)
         assert verify(tmp_path / "run") == [], step  # complete at this instant, before any recovery
         plan = _plan_of(tmp_path / "run")
         assert plan == old or new is None or plan == new
         seen.add("old" if plan == old else "new")
         if plan != old:
             new = plan
-    final = _grid_process(command, tmp_path)
+    final = start(command, cwd=tmp_path)
     _, err = final.communicate(timeout=900)
     assert final.returncode == 0, err[-3000:]
     assert verify(tmp_path / "run") == [] and _plan_of(tmp_path / "run") != old

@@ -167,7 +167,7 @@ def _cell_records(path: Path) -> list[dict]:
 def test_gates_numbers_are_recomputed_from_the_records(run: Path) -> None:
     from scipy.stats import spearmanr
 
-    from safetyrepro.adapters.gates import item_score, verdict
+    from safetyrepro.adapters.instrument import item_score, verdict
     from safetyrepro.adapters.records import ItemRecord
 
     document = json.loads((run / "gates" / "gates.json").read_text())
