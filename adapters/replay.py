@@ -64,7 +64,6 @@ def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, s
     _, batches = replay_selection(results)
     keys = [k for a, b in batches for k in results.prepared.keys[a:b]]
     folder = results.folder / GATES_FOLDER
-    mark_gates_folder(folder, results)
     specs = {m.name: m.spec for m in grid.models}
     if concurrency is not None:
         if not any(spec.endpoint for spec in specs.values()):
@@ -78,6 +77,7 @@ def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, s
     versions = library_versions()
     anchor = sha256_json({"plan_sha256": results.frozen["plan_sha256"], "replay": keys, "models": identities,
                           "versions": versions} | ({"concurrency": concurrency} if concurrency else {}))
+    mark_gates_folder(folder, results)  # (every model checked first: a bad one writes nothing)
     path = log = folder / REPLAY_LOG
     if path.exists() and (overwrite or not _same_anchor(path, anchor)):
         # The earlier replay stays until the new one is complete: this one is written beside it.
