@@ -257,7 +257,8 @@ def publish_dir(staging: Path, target: Path, *, use_exchange: bool | None = None
     """Make ``target`` hold ``staging``'s content; a kill at any instant leaves ``target`` (after
     ``recover``) with the complete old or the complete new content.
 
-    ``staging`` must be a complete sibling folder of ``target`` (see ``stage_dir``).
+    ``staging`` must be a complete sibling folder of ``target`` (see ``stage_dir``; a sibling of
+    another name, like the grid's overwrite folder, works too, and ``recover`` never deletes it).
     ``use_exchange``: None = exchange when the system can, else the journaled fallback;
     True = require exchange (OSError when unavailable); False = always the fallback.
     """

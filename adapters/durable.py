@@ -55,14 +55,14 @@ def write_text_durably(path: Path, text: str, encoding: str = "utf-8") -> None:
 
 TEMP_INFIX = ".tmp-"
 """``replace_file`` writes ``.<name>.tmp-XXXXXXXX`` beside ``<name>`` (mkstemp's 8 characters)."""
-_TEMP_RE = re.compile(r"\.(.+?)(?:\.tmp-[a-z0-9_]{8}|\.[a-z0-9_]{8}|\.tmp)")
+_TEMP_RE = re.compile(r"\.(.+)\.tmp-[a-z0-9_]{8}")
 
 
 def temp_target(name: str) -> str | None:
     """The file whose interrupted :func:`replace_file` left a temporary file called ``name``
-    (None: not such a name). Also the forms earlier versions wrote (``.<name>.XXXXXXXX``,
-    ``.<name>.tmp``), so a run they left behind is still recognised. Callers compare the result
-    with the names they write: it proves nothing on its own."""
+    (None: not such a name). Only the exact mkstemp form: looser forms (``.<name>.tmp``,
+    ``.<name>.bak1234``) are names a user gives backups, and a leftover is deleted. Callers compare
+    the result with the names they write: it proves nothing on its own."""
     match = _TEMP_RE.fullmatch(name)
     return match.group(1) if match else None
 

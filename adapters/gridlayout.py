@@ -7,7 +7,8 @@ folders (``report/`` of ``safetyrepro stats``, ``gates/`` of ``safetyrepro gate`
 a file naming their format; they are not artefacts and can always be written again.
 
 *Ownership*: a command deletes or replaces only what it can prove it wrote. :func:`foreign_entries`
-lists every entry of a folder that is none of the names above, a marked derived folder, or a
+lists every entry of a folder that is none of the names above, a derived folder holding only what
+its command wrote (:func:`is_report`, :func:`is_gates`), or a
 temporary file that :func:`~.durable.replace_file` leaves behind when it is killed mid-write
 (``.<artefact name>.tmp-XXXXXXXX``). A folder with any foreign entry is never cleaned, overwritten
 or published over.
@@ -28,7 +29,7 @@ from .journal import FORMAT as JOURNAL_FORMAT
 __all__ = [
     "CELLS", "CELLS_TABLE", "DERIVED", "EVENTS", "GATES_FOLDER", "GATES_FORMAT", "GATES_MARKER", "MANIFEST", "MANIFEST_FORMAT", "PLAN",
     "RECORDS", "REPEATS", "REPEAT_FOLDER", "REPLAY_LOG", "REPLAY_NEXT", "REPORT_FORMAT", "REPORT_MARKER", "SUMMARY", "describe", "expected_files",
-    "foreign_entries", "is_derived", "is_grid_run", "read_plan", "temp_leftovers", "TOP_FILES", "CELL_FILES",
+    "foreign_entries", "GATES_FILES", "is_derived", "is_gates", "is_grid_run", "is_ours_derived", "is_report", "read_plan", "temp_leftovers", "TOP_FILES", "CELL_FILES",
 ]
 
 EVENTS = "events.jsonl"
@@ -63,17 +64,48 @@ CELL_FILES = (RECORDS, SUMMARY)
 _CELL_ID = re.compile(r"\d{5}-[0-9a-f]{12}")
 
 
-def is_derived(folder: Path) -> bool:
-    """Whether a folder is derived from the run (a report or the gates), not one of its artefacts."""
+def _marker(folder: Path, marker: str) -> dict[str, Any] | None:
+    """A derived folder's marker document, if it names its format."""
     if folder.is_symlink() or not folder.is_dir():
+        return None
+    try:
+        document = json.loads((folder / marker).read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return document if isinstance(document, dict) and document.get("format") == DERIVED[marker] else None
+
+
+def is_derived(folder: Path) -> bool:
+    """Whether a folder is marked as derived from the run (a report or the gates), not one of its
+    artefacts: what ``verify`` leaves aside. Says nothing of who wrote what is inside (see
+    :func:`is_report` and :func:`is_gates`, which decide what may be replaced)."""
+    return any(_marker(folder, marker) is not None for marker in DERIVED)
+
+
+def is_report(folder: Path) -> bool:
+    """A report ``safetyrepro stats`` wrote and nobody added to: its marker, and exactly the files
+    the marker lists."""
+    from .outfolder import holds_exactly
+
+    document = _marker(folder, REPORT_MARKER)
+    return document is not None and holds_exactly(folder, document.get("files"), besides=REPORT_MARKER)
+
+
+GATES_FILES = (GATES_MARKER, REPLAY_LOG, REPLAY_NEXT)
+
+
+def is_gates(folder: Path) -> bool:
+    """A gates folder ``safetyrepro gate`` wrote: its marker, and nothing but its own files (and
+    their temporary files)."""
+    if _marker(folder, GATES_MARKER) is None:
         return False
-    for marker, format in DERIVED.items():
-        try:
-            if json.loads((folder / marker).read_text()).get("format") == format:
-                return True
-        except (OSError, ValueError, AttributeError, UnicodeDecodeError):
-            pass
-    return False
+    return all(not p.is_symlink() and p.is_file() and (p.name in GATES_FILES or temp_target(p.name) in GATES_FILES)
+               for p in folder.iterdir())
+
+
+def is_ours_derived(folder: Path) -> bool:
+    """A report or gates folder that holds only what the command wrote (may be replaced with its run)."""
+    return is_report(folder) or is_gates(folder)
 
 
 def expected_files(frozen: dict[str, Any]) -> list[str]:
@@ -145,7 +177,7 @@ def foreign_entries(out: Path) -> list[str]:
         elif entry.is_dir():
             if name == CELLS:
                 foreign += _foreign_in_cells(entry)
-            elif not (is_derived(entry) or atomic.is_leftover(name)):
+            elif not (is_ours_derived(entry) or atomic.is_leftover(name)):
                 foreign.append(name + "/")
         elif not (name in TOP_FILES or temp_target(name) in TOP_FILES):
             foreign.append(name)

@@ -22,6 +22,7 @@ from .gridlayout import (CELLS, CELLS_TABLE, EVENTS, MANIFEST, MANIFEST_FORMAT, 
                          SUMMARY)
 from .gridplan import CellRequests, RequestPlan
 from .hashing import sha256_bytes, sha256_file
+from .identity import analysis_versions
 from .records import ItemRecord
 from .symmetric import summary as symmetric_summary
 
@@ -103,9 +104,10 @@ def render(frozen: dict[str, Any], prepared: RequestPlan, responses: dict[str, A
 
 
 def manifest_document(plan_sha256: str, events_last_sha256: str | None, files: dict[str, str]) -> dict[str, Any]:
-    """``manifest.json``: the plan hash, the log's last chain hash and every artefact's SHA-256."""
+    """``manifest.json``: the plan hash, the log's last chain hash, every artefact's SHA-256 and
+    the versions of the libraries that computed the results from the log (``analysis_versions``)."""
     return {"format": MANIFEST_FORMAT, "plan_sha256": plan_sha256, "events_last_sha256": events_last_sha256,
-            "files": dict(sorted(files.items()))}
+            "files": dict(sorted(files.items())), "analysis_versions": analysis_versions()}
 
 
 def write_results(out: Path, frozen: dict[str, Any], prepared: RequestPlan, responses: dict[str, Any],

@@ -171,6 +171,11 @@ class GridPlan(RequestPlan):
 
 
 def run_anchor(frozen: dict[str, Any], prepared: RequestPlan, identities: dict[str, Any], versions: dict[str, str]) -> str:
-    """What ``events.jsonl`` belongs to: this plan, its request list, these models and libraries."""
+    """What ``events.jsonl`` belongs to: this plan, its request list, the identities of the models
+    that answer a request in it, and the libraries. (A grid model whose every cell is excluded
+    answers nothing and is not in the log, so ``verify``, which reads the identities from the
+    log, could not name it: it is left out of the anchor on both sides.)"""
+    asked = {request.model for request in prepared.requests.values()}
     return sha256_json({"plan_sha256": frozen["plan_sha256"], "requests": prepared.keys,
-                        "models": identities, "versions": versions})
+                        "models": {name: ident for name, ident in identities.items() if name in asked},
+                        "versions": versions})

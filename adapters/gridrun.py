@@ -149,12 +149,18 @@ def _classify(out: Path, frozen: dict[str, Any], overwrite: bool) -> str:
     written) or ``other`` (another plan's run); a folder that is not ours is refused."""
     if not out.is_dir() or not any(out.iterdir()):
         return "new"
-    foreign = foreign_entries(out)
     if not is_grid_run(out):
-        if foreign:
-            raise ConfigError(f"--out {out} is neither empty nor a SafetyRepro grid run (it holds {describe(foreign)})",
+        # Not a run: artefact names prove nothing here (a user's own summary.json or cells/), so
+        # the folder counts as empty only if it holds nothing but the temporary files an
+        # interrupted run of ours leaves at the top before its log has a header.
+        leftovers = {p.name for p in temp_leftovers(out) if p.parent == out}
+        other = sorted(p.name + ("/" if p.is_dir() and not p.is_symlink() else "")
+                       for p in out.iterdir() if p.name not in leftovers)
+        if other:
+            raise ConfigError(f"--out {out} is neither empty nor a SafetyRepro grid run (it holds {describe(other)})",
                               "choose a new or empty folder for --out; nothing in that folder was changed")
-        return "new"  # only what an interrupted run of ours leaves (temporary files): nothing to keep
+        return "new"
+    foreign = foreign_entries(out)
     if overwrite and foreign:
         raise ConfigError(f"--out {out} holds a grid run and files SafetyRepro did not write ({describe(foreign)}), "
                           "which --overwrite would delete",
@@ -184,10 +190,10 @@ def _publish(work: Path, out: Path) -> None:
                           f"{describe(foreign_entries(out) or ['something that is not a grid run'])}",
                           f"move those files away and rerun the same command (the new run is complete in {work}; it "
                           "is published then)")
-    staging = atomic.stage_dir(out)
-    os.rmdir(staging)
-    os.rename(work, staging)  # a kill right here: recover drops the staging folder, out keeps the old run
-    atomic.publish_dir(staging, out)
+    # Published from the overwrite folder itself, not renamed to a staging name first: until the
+    # swap, a kill leaves the complete new run where a rerun of the same command resumes it (and
+    # publishes it without recomputing); recover never deletes a folder of that name.
+    atomic.publish_dir(work, out)
     for folder in out.parent.iterdir():
         if _is_overwrite_folder(folder, out) and _ours(folder):
             shutil.rmtree(folder, ignore_errors=True)
@@ -215,6 +221,8 @@ def open_run(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
                                   "move that folder away, then rerun")
             try:
                 _check_resumable(work / EVENTS, prepared, identities, versions)
+                if (work / EVENTS).exists():  # its header and chain, as the resume below reads them
+                    Journal(work / EVENTS, anchor, prepared.keys).open(align=prepared.keep)
             except ConfigError:  # an earlier attempt of ours that cannot be resumed: discarded
                 notify(f"discarding {work}: an earlier --overwrite attempt with other models or libraries")
                 shutil.rmtree(work)

@@ -8,7 +8,10 @@ What is checked, in order:
 3. the results -- every result file is rendered again from the logged responses (the cells'
    records and summaries, ``cells.parquet``, ``repeats.parquet``, ``summary.json``; no model is
    needed) and compared byte for byte with the file on disk, a difference named by file and field;
-   no file is missing and none was added;
+   no file is missing and none was added. The manifest records the versions of the libraries that
+   computed the results (numpy, scipy, pandas, pyarrow, pydantic, Python); where they differ from
+   the ones here, a difference is reported as "edited, or computed by other library versions"
+   (naming them), since a checker elsewhere cannot tell the two apart;
 4. the manifest -- consistent with the files and the log (a convenience: the results were already
    recomputed, so a manifest re-hashed after an edit hides nothing);
 5. the gates -- a written verdict (``gates/gates.json``) is recomputed from the run and the replay
@@ -34,6 +37,7 @@ from .errors import ConfigError, DataError
 from .gridlayout import (EVENTS, GATES_MARKER, MANIFEST, MANIFEST_FORMAT, PLAN, expected_files, is_derived,
                          is_grid_run)
 from .hashing import sha256_file
+from .identity import analysis_versions
 from .journal import verify as verify_journal
 
 __all__ = ["Verification", "check", "open_verified", "verify"]
@@ -67,21 +71,32 @@ def check(out: Path, *, expect: str | None = None) -> Verification:
 
     Raises ConfigError when ``out`` is not a grid run at all (a usage error, not a finding), and
     DataError when the benchmark data the results are recomputed from cannot be read here."""
-    from .grid import build_grid, plan
-    from .gridplan import GridPlan
-
     if not out.is_dir():
         raise ConfigError(f"{out} is not a folder", "pass a grid run's --out folder")
     if not (out / PLAN).exists() and not is_grid_run(out):
         raise ConfigError(f"{out} is not a grid run (no {PLAN})", "pass the --out folder of `safetyrepro grid`")
     found = Verification()
     try:
+        _check_run(out, found, expect)
+    except DataError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever an edit makes unreadable is a finding, not a crash
+        found.problems.append(f"the run cannot be checked further: {type(exc).__name__}: {str(exc)[:200]} "
+                              "(edited or corrupted)")
+    return found
+
+
+def _check_run(out: Path, found: Verification, expect: str | None) -> None:
+    from .grid import build_grid, plan
+    from .gridplan import GridPlan
+
+    try:
         frozen = json.loads((out / PLAN).read_text())
         grid = build_grid(frozen["grid"], source=str(out / PLAN))
         found.plan_sha256 = frozen["plan_sha256"]
     except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, ConfigError) as exc:
         found.problems.append(f"{PLAN} is missing or unreadable ({type(exc).__name__})")
-        return found
+        return
     if plan(grid) != frozen:
         found.problems.append(f"{PLAN} is not the plan of its own grid (edited)")
     try:
@@ -90,7 +105,7 @@ def check(out: Path, *, expect: str | None = None) -> Verification:
         raise
     except ConfigError as exc:
         found.problems.append(f"the plan cannot be prepared here ({exc.what})")
-        return found
+        return
     bodies, log_ok = _check_log(out, frozen, prepared, found)
     expected = set(expected_files(frozen))
     if expect is not None and found.log_sha256 != expect:
@@ -102,7 +117,6 @@ def check(out: Path, *, expect: str | None = None) -> Verification:
     _check_manifest(out, frozen, expected, found)
     if log_ok and not found.problems:
         _check_gates(out, prepared, found)
-    return found
 
 
 def _check_log(out: Path, frozen: dict[str, Any], prepared: Any, found: Verification) -> tuple[list[dict[str, Any]], bool]:
@@ -156,13 +170,36 @@ def _check_results(out: Path, frozen: dict[str, Any], prepared: Any, bodies: lis
     except Exception as exc:  # noqa: BLE001 - a logged response the readout cannot take is a finding
         found.problems.append(f"the results cannot be recomputed from {EVENTS} ({type(exc).__name__}: {exc})")
         return
+    drift = _analysis_drift(out)
     for name, content in rendered:
         path = out / name
         if not path.is_file():
             continue  # reported as missing with the other files
-        on_disk = path.read_bytes()
+        try:
+            on_disk = path.read_bytes()
+        except OSError as exc:
+            found.problems.append(f"{name} cannot be read ({exc.strerror or type(exc).__name__})")
+            continue
         if on_disk != content:
-            found.problems += _differences(name, on_disk, content)
+            differences = _differences(name, on_disk, content)
+            if drift:  # the same log read by other library versions: say so rather than claim an edit
+                differences = [d.replace("(edited)", f"(edited, or {drift})") for d in differences]
+            found.problems += differences
+
+
+def _analysis_drift(out: Path) -> str:
+    """How the libraries that computed the run's results (as its manifest records them) differ
+    from the ones here, in words; "" where they agree or the manifest records none."""
+    try:
+        recorded = json.loads((out / MANIFEST).read_text()).get("analysis_versions")
+    except (OSError, ValueError, AttributeError, UnicodeDecodeError):
+        return ""
+    if not isinstance(recorded, dict):
+        return ""
+    here = analysis_versions()
+    changed = [f"{name} {recorded.get(name, 'unknown')} in the run, {version} here"
+               for name, version in here.items() if recorded.get(name) != version]
+    return "computed by other library versions: " + ", ".join(changed) if changed else ""
 
 
 def _check_files(out: Path, expected: set[str], found: Verification) -> None:
@@ -220,6 +257,10 @@ def _check_gates(out: Path, prepared: Any, found: Verification) -> None:
         now = gates.compute(GridResults.load(out, prepared))
     except ConfigError as exc:
         found.gate_problems.append(f"{gates.GATES_FOLDER}/{GATES_MARKER} cannot be recomputed ({exc.what})")
+        return
+    except Exception as exc:  # noqa: BLE001 - an edited replay log the gate cannot read is a finding
+        found.gate_problems.append(f"{gates.GATES_FOLDER}/{GATES_MARKER} cannot be recomputed "
+                                   f"({type(exc).__name__}: {str(exc)[:200]}; the replay log is edited or corrupted)")
         return
     written_cmp = {k: v for k, v in written.items() if k != "utc"}
     now_cmp = json.loads(json.dumps({k: v for k, v in now.items() if k != "utc"}))

@@ -27,6 +27,25 @@ def library_versions() -> dict[str, str]:
     return out
 
 
+ANALYSIS_LIBRARIES = ("safetyrepro", "numpy", "scipy", "pandas", "pyarrow", "pydantic")
+"""What turns logged responses into results (metrics, intervals, tables, JSON): recorded in the
+manifest, so ``verify`` elsewhere can tell a library's different last digit from an edit."""
+
+
+def analysis_versions() -> dict[str, str]:
+    """The versions of :data:`ANALYSIS_LIBRARIES` here, and Python's."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for name in ANALYSIS_LIBRARIES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
 def weights_sha256(folder: str) -> str:
     """SHA-256 over the model folder's weight files (name and bytes, sorted): the model's identity.
     An HF id is resolved to its local snapshot; one that cannot be is identified by name only
@@ -41,11 +60,18 @@ def weights_sha256(folder: str) -> str:
         except Exception:  # noqa: BLE001 - any failure means: not resolvable to bytes here
             return "id:" + folder
     files = tuple(sorted(p for p in root.iterdir() if p.suffix in (".safetensors", ".bin", ".gguf") and p.is_file()))
-    return _hash_files(files, tuple((p.stat().st_size, p.stat().st_mtime_ns) for p in files))
+    # The cache key is what identifies the bytes without reading them: the file each name resolves
+    # to (device, inode) and its size and change times (ctime moves on any write, even one that
+    # restores mtime), so a swapped link or a file rewritten in place is hashed again.
+    stamps = []
+    for p in files:
+        st = p.stat()
+        stamps.append((str(p.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return _hash_files(files, tuple(stamps))
 
 
 @functools.lru_cache(maxsize=16)
-def _hash_files(files: tuple[Path, ...], stamps: tuple[tuple[int, int], ...]) -> str:
+def _hash_files(files: tuple[Path, ...], stamps: tuple[tuple[Any, ...], ...]) -> str:
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode())

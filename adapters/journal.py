@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .durable import replace_file
 from .errors import ConfigError
 from .hashing import sha256_json
 
@@ -98,8 +99,10 @@ class Journal:
                     handle.truncate(size)
                     os.fsync(handle.fileno())
         else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._write_line({"header": header, "sha256": _digest({"header": header})})
+            # The header appears whole or not at all (a temporary file renamed into place): a log
+            # with a torn header could not be told from a user's file of the same name.
+            entry = {"header": header, "sha256": _digest({"header": header})}
+            replace_file(self.path, json.dumps(entry, separators=(",", ":")).encode() + b"\n")
             self._prev = _digest({"header": header})
         return Resumed(bodies=bodies, notes=notes)
 

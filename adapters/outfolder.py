@@ -18,8 +18,8 @@ from pathlib import Path
 from . import atomic
 from .errors import ConfigError
 
-__all__ = ["check_file_target", "check_form", "check_out_dir", "check_replaceable", "is_run_output", "out_path", "prepare",
-           "publish"]
+__all__ = ["check_file_target", "check_form", "check_out_dir", "check_replaceable", "holds_exactly", "is_run_output",
+           "listing", "out_path", "prepare", "publish"]
 
 RUN_FILES = ("records.jsonl", "summary.json")
 """What ``safetyrepro run --out`` writes, and nothing else."""
@@ -107,6 +107,22 @@ def prepare(target: Path) -> list[str]:
         raise ConfigError(f"output folder {target} cannot be used ({exc.strerror})", "choose a writable --out") from None
     atomic.check_writable(target)
     return notes
+
+
+def listing(folder: Path, *, besides: str) -> list[str]:
+    """Every file (and link) under ``folder`` but ``besides``, as sorted relative POSIX paths:
+    what a derived folder's marker records, so that replacing the folder later can check that it
+    holds exactly what the command wrote (a file a user added is never deleted with it)."""
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                  if (p.is_file() or p.is_symlink()) and p.relative_to(folder).as_posix() != besides)
+
+
+def holds_exactly(folder: Path, files: object, *, besides: str) -> bool:
+    """Whether ``folder`` holds exactly ``files`` (a marker's record) besides its marker."""
+    try:
+        return isinstance(files, list) and listing(folder, besides=besides) == sorted(map(str, files))
+    except OSError:
+        return False
 
 
 def is_run_output(folder: Path) -> bool:

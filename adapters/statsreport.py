@@ -1,7 +1,8 @@
 """Writing a grid run's statistics: tables, GRID cards, plots, ``report.md`` and ``report.html``.
 
 Folder layout (stable): ``report.json`` (what the folder is: ``safetyrepro-report/1``, the run,
-its plan and manifest hashes), ``stats.json`` (:mod:`.analysis` format), ``scores.csv`` (one row
+its plan and manifest hashes, and ``files``: every other file it holds, so that ``--overwrite``
+replaces only a folder nobody added to), ``stats.json`` (:mod:`.analysis` format), ``scores.csv`` (one row
 per cell: factors, primary score and CI, card), ``flips.csv``, ``orderings.csv``, ``anova.csv``,
 ``gaps.csv`` (each with ``benchmark`` and ``tier`` columns), ``cards/<cell_id>.yaml`` and
 ``.md`` (one per cell; the report shows no score without its card), the plots ``*.png``.
@@ -26,7 +27,7 @@ from .analysis import BenchmarkStats, analyse, to_json
 from .card import GridCard, card, to_markdown, to_yaml
 from .errors import ConfigError
 from .gridresults import GridResults
-from .gridlayout import REPORT_FORMAT, REPORT_MARKER, is_derived
+from .gridlayout import REPORT_FORMAT, REPORT_MARKER, is_report
 
 def _frames(stats: dict[str, BenchmarkStats]) -> dict[str, pd.DataFrame]:
     parts: dict[str, list[pd.DataFrame]] = {"flips": [], "orderings": [], "anova": [], "gaps": []}
@@ -324,7 +325,7 @@ def report_target(run: Path, out: Path | None, *, overwrite: bool) -> Path:
         raise ConfigError(f"report folder {target} is inside the run's artefacts",
                           "choose a folder directly in the run (e.g. <run>/report) or outside it")
     outfolder.check_form(target)
-    outfolder.check_replaceable(target, overwrite, is_ours=is_derived, what="SafetyRepro report")
+    outfolder.check_replaceable(target, overwrite, is_ours=is_report, what="SafetyRepro report")
     return target
 
 
@@ -362,9 +363,10 @@ def write_stats(results: GridResults, out: Path | None, *, n_resamples: int = 10
         markdown = _markdown(results, stats, scores, plots, header)
         (work / "report.md").write_text(markdown)
         (work / "report.html").write_text(_html(markdown, results, stats, scores, plots, document["gates"]))
+        header["files"] = outfolder.listing(work, besides=REPORT_MARKER)  # written last: what is ours
         (work / REPORT_MARKER).write_text(json.dumps(header, indent=1) + "\n")
         atomic.sync_tree(work)
-        outfolder.publish(work, out, is_ours=is_derived, what="SafetyRepro report")
+        outfolder.publish(work, out, is_ours=is_report, what="SafetyRepro report")
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)

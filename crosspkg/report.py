@@ -23,6 +23,7 @@ from typing import Any
 from .compare import Comparison, items_rows
 from .diff import CAUSES
 from .harnesses import NATIVE_SUFFIX
+from safetyrepro.adapters.outfolder import holds_exactly, listing
 
 
 def gaps(comparison: Comparison) -> dict[str, dict[str, Any]]:
@@ -184,12 +185,15 @@ def _html_table(rows: list[list[str]]) -> str:
 
 
 def is_comparison(folder: Path) -> bool:
-    """A folder ``crosspkg compare`` wrote: its ``scores.json`` names the anchor's hash."""
+    """A folder ``crosspkg compare`` wrote and nobody added to: its ``scores.json`` names the
+    anchor's hash and lists every other file the folder holds."""
     try:
-        header = json.loads((folder / "scores.json").read_text())["header"]
-        return isinstance(header["anchor_sha256"], str) and len(header["anchor_sha256"]) == 64
+        document = json.loads((folder / "scores.json").read_text())
+        header = document["header"]
+        named = isinstance(header["anchor_sha256"], str) and len(header["anchor_sha256"]) == 64
     except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
         return False
+    return named and holds_exactly(folder, document.get("files"), besides="scores.json")
 
 
 def write_report(comparison: Comparison, folder: Path) -> list[Path]:
@@ -198,12 +202,12 @@ def write_report(comparison: Comparison, folder: Path) -> list[Path]:
     header = comparison.header
     findings = comparison.findings()
     gap = gaps(comparison)
-    (folder / "scores.json").write_text(json.dumps(_clean({
+    scores = _clean({
         "header": header, "scores": [s.__dict__ for s in comparison.scores], "gaps": gap,
         "ladder": {label: {b: [{"step": st.step, "description": st.description, "score": st.score.__dict__,
                                 "changed": st.changed} for st in steps] for b, steps in benchmarks.items()}
                    for label, benchmarks in comparison.ladder.items()},
-        "findings": len(findings)}), indent=1, default=str) + "\n")
+        "findings": len(findings)})
     pd.DataFrame(items_rows(comparison)).to_parquet(folder / "items.parquet", index=False)
     (folder / "diffs.json").write_text(json.dumps(_diffs_json(comparison), indent=1) + "\n")
     _plot(comparison, folder / "scores.png")
@@ -264,4 +268,7 @@ def write_report(comparison: Comparison, folder: Path) -> list[Path]:
              *([f"<pre>{html.escape(d)}</pre>" for d in detail] or ["<p>None.</p>"]),
              "<h2>Configuration (GRID header)</h2>", _html_table(grid)]
     (folder / "report.html").write_text("\n".join(page) + "\n")
+    # scores.json last, listing every other file: `--overwrite` replaces only a folder nobody added to.
+    scores["files"] = listing(folder, besides="scores.json")
+    (folder / "scores.json").write_text(json.dumps(scores, indent=1, default=str) + "\n")
     return [folder / n for n in ("report.md", "report.html", "scores.json", "items.parquet", "diffs.json", "scores.png")]

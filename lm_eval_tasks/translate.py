@@ -40,8 +40,12 @@ def _prepared(benchmark: str, template: str, scoring: str, data_dir: str | None)
     scoring path must be one lm-eval can ask (one clear error otherwise)."""
     cell = prepare_cell(build_config({"benchmark": benchmark, "template": template, "scoring": scoring}),
                         data_dir=data_dir)
-    harness_shape(cell, "lm-eval")
+    _SHAPES[id(cell)] = harness_shape(cell, "lm-eval")  # checked over every item once, here
     return cell
+
+
+_SHAPES: dict[int, str] = {}
+"""The shape each cached cell asks (keyed by the cached cell, which lives as long as the process)."""
 
 
 @functools.cache
@@ -91,7 +95,7 @@ def load_docs(benchmark: str | None = None, template: str | None = None, scoring
 def _read(doc: dict[str, Any], generation: str | None, scored: list[Any]) -> Outcome:
     """The document's decision by its scorer, from lm-eval's answers in the scorer's request order."""
     cell = _cell(doc["benchmark"], doc["template"], doc["scoring"], doc["data_dir"] or None)
-    shape = harness_shape(cell, "lm-eval")
+    shape = _SHAPES[id(cell)]
     return get_scorer(doc["scoring"]).read(cell, cell.item(doc["item_id"]), shape_responses(shape, generation, scored))
 
 

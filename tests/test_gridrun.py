@@ -203,7 +203,7 @@ def test_resume_refuses_a_log_from_other_libraries_and_overwrite_starts_over(uni
     assert not (folder / "plan.json").exists()  # nothing written before the refusal
     # A report derived from the discarded results would describe a plan no longer there.
     (folder / "report").mkdir()
-    (folder / "report" / "report.json").write_text(json.dumps({"format": "safetyrepro-report/1"}))
+    (folder / "report" / "report.json").write_text(json.dumps({"format": "safetyrepro-report/1", "files": []}))
     # --overwrite starts over (a one-cell plan of the same grid: what is computed is the kill test's job).
     small = {**GRID, "templates": ["minimal"], "scorings": ["logprob"], "decodings": ["greedy"], "limit": 2}
     (tmp_path / "small.yaml").write_text(yaml.safe_dump(small))

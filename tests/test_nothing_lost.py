@@ -133,6 +133,23 @@ def workspace(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
     shutil.copytree(root / "finished", root / "with_notes")
     (root / "with_notes" / "notes.txt").write_text("my notes\n")
     (root / "plan_dir").mkdir()
+    # A user's folder whose names look like a run's artefacts (none of it written by us).
+    lookalike = root / "lookalike"
+    (lookalike / "cells").mkdir(parents=True)
+    (lookalike / "cells" / "notes.txt").write_text("mine\n")
+    (lookalike / "summary.json").write_text('{"mine": true}\n')
+    (lookalike / "events.jsonl").write_text("my own event log\n")
+    # A run beside a user's backups, named like temporary files but not in our exact form.
+    shutil.copytree(root / "finished", root / "with_backup")
+    (root / "with_backup" / ".summary.json.tmp").write_text("my backup\n")
+    (root / "with_backup" / ".events.jsonl.backup01").write_text("my backup\n")
+    # A run holding a gates folder (marked as ours), and a report someone added a file to.
+    shutil.copytree(root / "finished", root / "with_gates")
+    (root / "with_gates" / "gates").mkdir()
+    (root / "with_gates" / "gates" / "gates.json").write_text('{"format": "safetyrepro-gates/1"}\n')
+    proc = cli("stats", "finished", "--out", "report_with_notes", "--n-resamples", "20", cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (root / "report_with_notes" / "notes.txt").write_text("my reading notes\n")
     return root
 
 
@@ -199,6 +216,10 @@ CASES = [
     (["grid", "grids/missing_model.yaml", "--out", "finished", "--overwrite"], "does not exist"),
     (["grid", "grids/other.yaml", "--out", "finished", "--overwrite", "--data-dir", "nowhere"], "does not exist"),
     (["grid", "grids/other.yaml", "--out", "with_notes", "--overwrite"], "files SafetyRepro did not write (notes.txt)"),
+    (["grid", G, "--out", "lookalike"], "neither empty nor a SafetyRepro grid run (it holds cells/, events.jsonl, summary.json)"),
+    (["grid", G, "--out", "lookalike", "--overwrite"], "neither empty nor a SafetyRepro grid run"),
+    (["grid", "grids/other.yaml", "--out", "with_backup", "--overwrite"],
+     "files SafetyRepro did not write (.events.jsonl.backup01, .summary.json.tmp)"),
     # -- plan ------------------------------------------------------------------------------------
     (["plan", "grids/broken.yaml"], "is not valid YAML"),
     (["plan", G, "--out", "plan_dir"], "is a folder"),
@@ -215,6 +236,8 @@ CASES = [
     (["stats", "finished", "--out", "a_file"], "is an existing file"),
     (["stats", "finished", "--out", "project", "--overwrite"], "holds files that are not a SafetyRepro report"),
     (["stats", "finished", "--out", "finished/cells/x"], "inside the run's artefacts"),
+    (["stats", "finished", "--out", "with_gates/gates", "--overwrite"], "holds files that are not a SafetyRepro report"),
+    (["stats", "finished", "--out", "report_with_notes", "--overwrite"], "holds files that are not a SafetyRepro report"),
     (["stats", "finished", "--n-resamples", "0"], "--n-resamples"),
     # -- card ------------------------------------------------------------------------------------
     (["card", "finished"], "is not a grid cell folder"),
@@ -235,6 +258,8 @@ CASES = [
     (["crosspkg", "compare", "anchors/ok.yaml", "--out", "project", "--overwrite"],
      "holds files that are not a crosspkg comparison"),
     (["crosspkg", "compare", "anchors/ok.yaml", "--out", "finished", "--overwrite"],
+     "holds files that are not a crosspkg comparison"),
+    (["crosspkg", "compare", "anchors/ok.yaml", "--out", "report_with_notes", "--overwrite"],
      "holds files that are not a crosspkg comparison"),
 ]
 
@@ -289,3 +314,32 @@ def test_overwrite_killed_at_random_points_leaves_the_old_run_or_the_new_one(wor
     assert verify(tmp_path / "run") == [] and _plan_of(tmp_path / "run") != old
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.yaml", "run"]  # no leftover beside it
     assert "old" in seen
+
+
+def test_a_model_whose_every_cell_is_excluded_still_verifies(workspace: Path, tmp_path: Path) -> None:
+    """A grid model that answers nothing is not in the log, and not in the log's anchor either."""
+    _yaml(tmp_path / "grid.yaml", {**GRID, "models": [{"name": "m"}, {"name": "unused", "dtype": "bfloat16"}],
+                                   "exclusions": [{"model": "unused"}]})
+    proc = cli("grid", "grid.yaml", "--out", "run", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert verify(tmp_path / "run") == []
+
+
+def test_an_earlier_overwrite_attempt_whose_log_cannot_resume_is_discarded(workspace: Path, tmp_path: Path) -> None:
+    """An overwrite folder of ours whose log header belongs to something else (other libraries)
+    is discarded with a note, not left to block every later --overwrite."""
+    from safetyrepro.adapters.grid import build_grid, plan
+    from safetyrepro.adapters.journal import FORMAT
+
+    shutil.copytree(workspace / "finished", tmp_path / "run")
+    shutil.copy(workspace / "grids" / "other.yaml", tmp_path / "other.yaml")
+    new = plan(build_grid(OTHER, source="other.yaml"))["plan_sha256"]
+    stuck = tmp_path / f".run.overwrite-{new[:16]}"
+    stuck.mkdir()
+    header = {"format": FORMAT, "anchor": "0" * 64, "plan_sha256": "0" * 64}
+    (stuck / "events.jsonl").write_text(json.dumps({"header": header, "sha256": "0" * 64}) + "\n")
+    proc = cli("grid", "other.yaml", "--out", "run", "--overwrite", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "discarding" in proc.stdout + proc.stderr
+    assert verify(tmp_path / "run") == [] and _plan_of(tmp_path / "run") == new
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.yaml", "run"]

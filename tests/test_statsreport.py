@@ -444,3 +444,37 @@ def test_verify_prints_the_anchor_and_checks_an_expected_one(run: Path, tmp_path
         proc = cli(*args, cwd=tmp_path)
         assert proc.returncode == 2 and message in proc.stderr and proc.stdout == "", proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("what", "edit", "named"), [
+    ("a plan cell without its id", lambda f: _edit_json(f / "plan.json", lambda d: d["cells"][0].pop("cell_id")),
+     "plan.json is not the plan of its own grid"),
+    ("plan cells that are not cells", lambda f: _edit_json(f / "plan.json", lambda d: d.update(cells=["x"])),
+     "plan.json is not the plan of its own grid"),
+    ("replay responses that are not responses",
+     lambda f: _rewrite_replay(f / "gates" / "replay.jsonl", lambda response: "garbage"), "gates/gates.json"),
+])
+def test_verify_reports_what_an_edit_makes_unreadable_without_a_traceback(run: Path, tmp_path: Path, what: str,
+                                                                          edit, named: str) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns("report"))
+    edit(copy)
+    proc = cli("verify", str(copy), cwd=tmp_path)
+    assert proc.returncode == 1 and named in proc.stdout, proc.stdout + proc.stderr[-2000:]
+    assert proc.stderr == ""
+
+
+def test_verify_names_library_drift_beside_a_difference(run: Path, tmp_path: Path) -> None:
+    """The manifest records the analysis libraries; a difference found under other versions says
+    it may be theirs (a checker elsewhere cannot tell drift from an edit), naming them."""
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns("report"))
+    manifest = json.loads((copy / "manifest.json").read_text())
+    assert {"python", "numpy", "scipy", "pandas", "pyarrow", "pydantic"} <= set(manifest["analysis_versions"])
+    _edit_json(copy / "summary.json", lambda d: d.update(requests=1))
+    _rehash_manifest(copy)
+    _edit_json(copy / "manifest.json", lambda d: d["analysis_versions"].update(numpy="0.0"))
+    proc = cli("verify", str(copy), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout
+    assert "summary.json: requests is 1" in proc.stdout and "(edited, or computed by other library versions: numpy 0.0 " \
+           "in the run" in proc.stdout, proc.stdout
