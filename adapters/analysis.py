@@ -4,20 +4,31 @@ For each benchmark and each tier of configurations -- ``grid`` (every configurat
 and ``core`` (the conservative tier: no reasoning template, greedy decoding) -- on the
 benchmark's primary metric (its declared direction, e.g. CrowS-Pairs' target 50):
 
-* the noise of every comparison: for each configuration and model pair, a paired bootstrap of the
-  difference in goodness on the items both were scored on (items resampled together; the metric
-  recomputed from the per-item records, so any metric works). A difference whose interval holds 0
-  is a tie within the noise; the interval's half-width is that comparison's detection limit and
-  its median over the benchmark's comparisons is the benchmark's;
-* the :mod:`.stats` tables: flips (raw and noise-aware), reachable orderings, Kendall tau, and the
-  Type-II ANOVA shares (where anything varies).
+* *distinct configurations*: cells that share a ``compute_key`` (on the logprob path a direct
+  template computes the same thing under every decoding) are one measurement, counted once; the
+  first in plan order stands for it and its other levels are listed (``duplicates``), beside
+  the raw count. Complete cases only: a configuration counts when every model has a cell there;
+* every comparison (configuration x model pair) tested on the items both were scored on: the
+  paired randomization test of :mod:`.inference` (exact up to 10 items), p-values adjusted over
+  the benchmark and tier's comparisons (Holm by default, or Benjamini-Hochberg), *resolved* when
+  the adjusted p is below 0.05, *too small to resolve* when no split of its items could be; its
+  paired bootstrap interval gives the noise half-width. The *detection limit* is the median
+  half-width over the comparisons whose two cells answer differently on some item (identical
+  answers carry no noise estimate, so they cannot pull it to 0); undefined where none do;
+* the :mod:`.stats` tables: flips (raw and resolved-only), orderings (strict and with ties),
+  Kendall tau, Borda; and the item-level variance attribution of :mod:`.attribution`.
 
-Result format (``stats.json``, stable, ``safetyrepro-stats/1``): ``{"format", "plan_sha256",
-"manifest_sha256", "n_resamples", "seed", "gates": {...} (:func:`gates_summary`), "benchmarks": {benchmark: {"metric", "direction",
-"target", "tiers": {tier: {"n_configs", "models", "factors", "flips": [row], "orderings": [row],
-"possible_orderings", "reachable_orderings", "tau": {...}, "borda": [row], "anova": [row] | null, "dominated_by",
-"anova_note", "detection_limit", "gaps": [{"config", "pair", "gap", "half_width", "resolvable"}],
-"share_below_detection"}}, "skipped": {tier: why}}}}``. Rows are the :mod:`.stats` DataFrames as records.
+Result format (``stats.json``, stable, ``safetyrepro-stats/2``): ``{"format", "plan_sha256",
+"manifest_sha256", "n_resamples", "seed", "alpha", "multiplicity", "gates": {...}
+(:func:`gates_summary`), "benchmarks": {benchmark: {"metric", "direction", "target",
+"item_outcome", "tiers": {tier: {"n_configs", "n_configs_raw", "duplicates": [{"config",
+"same_measurement_as"}], "models", "factors", "flips": [row], "orderings": [row],
+"possible_orderings", "reachable_orderings", "distinct_orderings", "tau": {...}, "borda": [row],
+"attribution": [row], "dominated_by": {analysis: verdict}, "detection_limit", "noisy_comparisons",
+"gaps": [{"config", "pair", "gap", "difference", "half_width", "p_value", "p_adjusted", "exact",
+"status", "resolved", "identical"}], "resolved_share"}}, "skipped": {tier: why}}}}``. Rows are the
+:mod:`.stats` and :mod:`.attribution` DataFrames as records. (Format 1 counted duplicated
+configurations, resolved a difference by its bootstrap interval, and fitted a cell-level ANOVA.)
 """
 
 from __future__ import annotations
@@ -25,19 +36,21 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from . import _registry
+from .attribution import attribution_table
 from .errors import ConfigError
 from .gridresults import GridResults
-from .stats import (FACTORS, borda, complete_configs, goodness, orderings, paired_bootstrap, pairwise_flips,
-                    rank_consistency, variance_shares)
+from .inference import ALPHA, adjust, randomization_test, smallest_p
+from .stats import FACTORS, borda, complete_configs, goodness, orderings, paired_bootstrap, pairwise_flips, rank_consistency
 
-STATS_FORMAT = "safetyrepro-stats/1"
+STATS_FORMAT = "safetyrepro-stats/2"
 LEVEL = 0.95
+RESOLVED, UNRESOLVED, TOO_SMALL = "resolved", "not resolved", "too small to resolve"
 
 
 def in_core_tier(row: pd.Series) -> bool:
@@ -52,25 +65,37 @@ TIERS = {"grid": lambda row: True, "core": in_core_tier}
 @dataclass
 class TierStats:
     table: pd.DataFrame
-    """Primary score per (model, configuration), with cell ids."""
+    """Primary score per (model, distinct complete configuration), with cell ids."""
     flips: pd.DataFrame
     orderings: pd.DataFrame
-    tau: dict[str, float]
-    anova: pd.DataFrame | None
-    anova_note: str
+    tau: dict[str, Any]
+    attribution: pd.DataFrame
+    """Item-level variance attribution (:func:`.attribution.attribution_table`)."""
+    dominated_by: dict[str, str]
+    """Per attribution: model, implementation, or why it was not fitted."""
     gaps: pd.DataFrame
-    """One row per (configuration, pair): gap in goodness, bootstrap half-width, resolvable."""
+    """One row per (configuration, pair): the difference, its test and its bootstrap half-width."""
     factors: list[str] = field(default_factory=list)
     borda: pd.DataFrame | None = None
     """The configurations' rankings aggregated by Borda count."""
+    n_configs_raw: int = 0
+    """Configurations before duplicates were merged (complete cases)."""
+    duplicates: list[dict[str, Any]] = field(default_factory=list)
+    """Configurations that are the same measurement as a kept one."""
+
+    @property
+    def noisy(self) -> pd.DataFrame:
+        return self.gaps[~self.gaps["identical"]] if len(self.gaps) else self.gaps
 
     @property
     def detection_limit(self) -> float:
-        return float(self.gaps["half_width"].median()) if len(self.gaps) else math.nan
+        """Median noise half-width over the comparisons whose cells answer differently somewhere."""
+        values = self.noisy["half_width"].dropna() if len(self.noisy) else pd.Series(dtype=float)
+        return float(values.median()) if len(values) else math.nan
 
     @property
-    def share_below_detection(self) -> float:
-        return float((~self.gaps["resolvable"]).mean()) if len(self.gaps) else math.nan
+    def resolved_share(self) -> float:
+        return float(self.gaps["resolved"].mean()) if len(self.gaps) else math.nan
 
 
 @dataclass
@@ -82,24 +107,25 @@ class BenchmarkStats:
     tiers: dict[str, TierStats]
     skipped: dict[str, str] = field(default_factory=dict)
     """Tiers with nothing to compare, and why."""
+    item_outcome: str = ""
+    """What the variance attribution's response is (the benchmark's ``item_outcome_note``)."""
 
 
 class PairedNoise:
-    """Bootstrap intervals of paired score differences, from the cells' item records."""
+    """Each comparison's paired test and bootstrap interval, from the cells' item records."""
 
     def __init__(self, results: GridResults, *, n_resamples: int, seed: int) -> None:
         self.results, self.n_resamples, self.seed = results, n_resamples, seed
-        self._known: dict[tuple[str, str], tuple[float, float, float]] = {}  # the core tier asks again
+        self._known: dict[tuple[str, str], dict[str, Any]] = {}  # the core tier asks again
 
-    def interval(self, benchmark: str, cell_a: str, cell_b: str, direction: str,
-                 target: float | None) -> tuple[float, float, float]:
-        """(goodness difference A - B, lower, upper) of the 95% paired bootstrap interval."""
+    def compare(self, benchmark: str, cell_a: str, cell_b: str, direction: str, target: float | None) -> dict[str, Any]:
+        """``difference`` (goodness A - B), the bootstrap interval ``low``/``high``, the test's
+        ``p_value`` and ``exact``, ``smallest_p`` and whether the two answered ``identical``ly."""
         if (cell_a, cell_b) not in self._known:
-            self._known[(cell_a, cell_b)] = self._interval(benchmark, cell_a, cell_b, direction, target)
+            self._known[(cell_a, cell_b)] = self._compare(benchmark, cell_a, cell_b, direction, target)
         return self._known[(cell_a, cell_b)]
 
-    def _interval(self, benchmark: str, cell_a: str, cell_b: str, direction: str,
-                  target: float | None) -> tuple[float, float, float]:
+    def _compare(self, benchmark: str, cell_a: str, cell_b: str, direction: str, target: float | None) -> dict[str, Any]:
         bench = _registry.get_benchmark(benchmark)
         metric = bench.primary_metric
         a, b = self.results.records(cell_a), self.results.records(cell_b)
@@ -111,55 +137,97 @@ class PairedNoise:
             value = bench.metrics(records, seed=self.seed, n_resamples=0)[metric].value
             return float(goodness(pd.Series([value]), direction, target).iloc[0])  # type: ignore[arg-type]
 
-        return paired_bootstrap(len(a), lambda idx: score([a[i] for i in idx]) - score([b[i] for i in idx]),
-                                seed=self.seed, n_resamples=self.n_resamples, level=LEVEL)
+        def swapped(swap: np.ndarray) -> float:
+            return score([y if s else x for x, y, s in zip(a, b, swap)]) - score([x if s else y for x, y, s in zip(a, b, swap)])
+
+        point, low, high = paired_bootstrap(len(a), lambda idx: score([a[i] for i in idx]) - score([b[i] for i in idx]),
+                                            seed=self.seed, n_resamples=self.n_resamples, level=LEVEL)
+        _, p, exact = randomization_test(len(a), swapped, seed=self.seed, n_resamples=self.n_resamples)
+        return {"difference": point, "low": low, "high": high, "p_value": p, "exact": exact,
+                "smallest_p": smallest_p(len(a), self.n_resamples),
+                "identical": all(x.prediction == y.prediction for x, y in zip(a, b))}
 
 
 class _NothingToCompare(Exception):
     pass
 
 
-def _tier(table: pd.DataFrame, noise: PairedNoise, benchmark: str, direction: str,
-          target: float | None) -> TierStats:
-    factors = [f for f in FACTORS if table[f].nunique() > 1] or ["template"]
-    wide = complete_configs(table[["model", *FACTORS, "score"]].dropna(subset=["score"]))
+def _name(config: tuple[Any, ...]) -> str:
+    return " ".join(f"{f}={v}" for f, v in zip(FACTORS, config))
+
+
+def distinct_configurations(rows: pd.DataFrame, compute_keys: dict[str, str]) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """``rows`` with each measurement once: configurations whose cells share their compute keys
+    (model by model) are merged into the first in plan order; the merged ones are listed."""
+    signature: dict[tuple[Any, ...], tuple[str, ...]] = {}
+    for config, group in rows.groupby(list(FACTORS), sort=False):
+        signature[config] = tuple(sorted(compute_keys[c] for c in group["cell_id"]))
+    kept: dict[tuple[str, ...], tuple[Any, ...]] = {}
+    merged: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+    for config, sig in signature.items():
+        if sig in kept:
+            merged.setdefault(kept[sig], []).append(config)
+        else:
+            kept[sig] = config
+    keep = set(kept.values())
+    mask = [tuple(r) in keep for r in rows[list(FACTORS)].itertuples(index=False)]
+    duplicates = [{"config": _name(k), "same_measurement_as": [_name(c) for c in v]} for k, v in merged.items()]
+    return rows[mask], duplicates
+
+
+def _item_table(results: GridResults, table: pd.DataFrame, benchmark: str) -> pd.DataFrame:
+    bench = _registry.get_benchmark(benchmark)
+    rows = []
+    for row in table.itertuples(index=False):
+        for record in results.records(row.cell_id):
+            rows.append({"model": row.model, **{f: getattr(row, f) for f in FACTORS}, "item_id": record.item_id,
+                         "outcome": bench.item_outcome(record)})
+    return pd.DataFrame(rows)
+
+
+def _tier(results: GridResults, table: pd.DataFrame, noise: PairedNoise, benchmark: str, direction: str,
+          target: float | None, multiplicity: Literal["holm", "bh"]) -> TierStats:
+    scored = table.dropna(subset=["score"])
+    raw = complete_configs(scored[["model", *FACTORS, "score"]])
+    compute_keys = {c["cell_id"]: c["compute_key"] for c in results.cells}
+    distinct, duplicates = distinct_configurations(scored, compute_keys)
+    wide = complete_configs(distinct[["model", *FACTORS, "score"]])
     if wide.empty or wide.shape[1] < 2:
         raise _NothingToCompare("no configuration has a score for two or more models (every model needs a "
                                 "scored cell in the same configuration)")
-    cells = table.set_index(["model", *FACTORS])["cell_id"]
-    gap_rows, mask_rows = [], []
+    complete = distinct[[tuple(r) in set(wide.index) for r in distinct[list(FACTORS)].itertuples(index=False)]]
+    factors = [f for f in FACTORS if complete[f].nunique() > 1] or ["template"]
+    cells = complete.set_index(["model", *FACTORS])["cell_id"]
+    gap_rows = []
     for config in wide.index:
-        config_key = config if isinstance(config, tuple) else (config,)
-        mask = {}
         for a, b in itertools.combinations(sorted(wide.columns), 2):
-            point, low, high = noise.interval(benchmark, cells[(a, *config_key)], cells[(b, *config_key)],
-                                              direction, target)
-            resolvable = bool(low > 0 or high < 0)
-            mask[f"{a}|{b}"] = resolvable
-            gap_rows.append({"config": " ".join(f"{f}={v}" for f, v in zip(FACTORS, config_key)),
-                             "pair": f"{a} vs {b}", "gap": abs(point), "difference": point,
-                             "half_width": (high - low) / 2 if not math.isnan(low) else math.nan,
-                             "resolvable": resolvable})
-        mask_rows.append(mask)
-    resolvable_mask = pd.DataFrame(mask_rows, index=wide.index)
-    scored = table.dropna(subset=["score"])
-    flips = pairwise_flips(scored[["model", *FACTORS, "score"]], direction=direction, target=target,  # type: ignore[arg-type]
-                           resolvable=resolvable_mask)
-    found = orderings(scored[["model", *FACTORS, "score"]], direction=direction, target=target)  # type: ignore[arg-type]
-    tau = rank_consistency(scored[["model", *FACTORS, "score"]], direction=direction, target=target)  # type: ignore[arg-type]
-    aggregated = borda(scored[["model", *FACTORS, "score"]], direction=direction, target=target)  # type: ignore[arg-type]
-    try:
-        anova, note = variance_shares(scored[["model", *FACTORS, "score"]], direction=direction, target=target), ""  # type: ignore[arg-type]
-    except (ConfigError, ValueError, np.linalg.LinAlgError) as exc:
-        anova, note = None, getattr(exc, "what", str(exc))
-    return TierStats(table=scored, flips=flips, orderings=found, tau=tau, anova=anova, anova_note=note,
-                     gaps=pd.DataFrame(gap_rows, columns=["config", "pair", "gap", "difference", "half_width",
-                                                          "resolvable"]),
-                     factors=factors, borda=aggregated)
+            found = noise.compare(benchmark, cells[(a, *config)], cells[(b, *config)], direction, target)
+            gap_rows.append({"config": _name(config), "pair": f"{a} vs {b}", "gap": abs(found["difference"]),
+                             "difference": found["difference"],
+                             "half_width": (found["high"] - found["low"]) / 2 if not math.isnan(found["low"]) else math.nan,
+                             "p_value": found["p_value"], "exact": found["exact"], "identical": found["identical"],
+                             "too_small": found["smallest_p"] >= ALPHA, "_config": config, "_pair": f"{a}|{b}"})
+    gaps = pd.DataFrame(gap_rows)
+    gaps["p_adjusted"] = adjust(list(gaps["p_value"]), multiplicity)
+    gaps["resolved"] = (gaps["p_adjusted"] < ALPHA) & ~gaps["too_small"]
+    gaps["status"] = np.where(gaps["too_small"], TOO_SMALL, np.where(gaps["resolved"], RESOLVED, UNRESOLVED))
+    mask = gaps.pivot_table(index="_config", columns="_pair", values="resolved", aggfunc="first")
+    mask.index = wide.index
+    columns = ["model", *FACTORS, "score"]
+    attribution, verdicts = attribution_table(_item_table(results, complete, benchmark))
+    return TierStats(table=complete, flips=pairwise_flips(complete[columns], direction=direction, target=target,  # type: ignore[arg-type]
+                                                          resolvable=mask.astype(bool)),
+                     orderings=orderings(complete[columns], direction=direction, target=target),  # type: ignore[arg-type]
+                     tau=rank_consistency(complete[columns], direction=direction, target=target),  # type: ignore[arg-type]
+                     attribution=attribution, dominated_by=verdicts,
+                     gaps=gaps[["config", "pair", "gap", "difference", "half_width", "p_value", "p_adjusted", "exact",
+                                "status", "resolved", "identical"]],
+                     factors=factors, borda=borda(complete[columns], direction=direction, target=target),  # type: ignore[arg-type]
+                     n_configs_raw=len(raw), duplicates=duplicates)
 
 
-def analyse(results: GridResults, *, n_resamples: int = 1000, seed: int | None = None,
-            progress: bool = True) -> dict[str, BenchmarkStats]:
+def analyse(results: GridResults, *, n_resamples: int = 1000, seed: int | None = None, progress: bool = True,
+            multiplicity: Literal["holm", "bh"] = "holm") -> dict[str, BenchmarkStats]:
     """Every benchmark's statistics, per tier (a tier with no configuration is left out)."""
     from tqdm.auto import tqdm
 
@@ -185,10 +253,11 @@ def analyse(results: GridResults, *, n_resamples: int = 1000, seed: int | None =
                     skipped[tier] = skipped["grid"]
                 continue
             try:
-                tiers[tier] = _tier(chosen, noise, benchmark, spec.direction, spec.target)
+                tiers[tier] = _tier(results, chosen, noise, benchmark, spec.direction, spec.target, multiplicity)
             except _NothingToCompare as exc:
                 skipped[tier] = str(exc)
-        out[benchmark] = BenchmarkStats(benchmark, spec.name, spec.direction, spec.target, tiers, skipped)
+        out[benchmark] = BenchmarkStats(benchmark, spec.name, spec.direction, spec.target, tiers, skipped,
+                                        item_outcome=bench.item_outcome_note)
     return out
 
 
@@ -199,29 +268,33 @@ def _records(frame: pd.DataFrame | None) -> list[dict[str, Any]] | None:
              for k, v in row.items()} for row in frame.to_dict(orient="records")]
 
 
-def to_json(stats: dict[str, BenchmarkStats], results: GridResults, *, n_resamples: int, seed: int) -> dict[str, Any]:
+def _finite(value: float) -> float | None:
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def to_json(stats: dict[str, BenchmarkStats], results: GridResults, *, n_resamples: int, seed: int,
+            multiplicity: str = "holm") -> dict[str, Any]:
     """The ``stats.json`` document (format in the module docstring)."""
     benchmarks = {}
     for name, b in stats.items():
         tiers = {}
         for tier, t in b.tiers.items():
             tiers[tier] = {
-                "n_configs": int(t.tau["n_configs"]), "models": sorted(t.table["model"].unique()),
+                "n_configs": int(t.tau["n_configs"]), "n_configs_raw": t.n_configs_raw, "duplicates": t.duplicates,
+                "models": sorted(t.table["model"].unique()),
                 "factors": t.factors, "flips": _records(t.flips), "orderings": _records(t.orderings),
                 "possible_orderings": t.orderings.attrs.get("possible"),
                 "reachable_orderings": t.orderings.attrs.get("reachable"),
-                "tau": {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in t.tau.items()},
-                "borda": _records(t.borda),
-                "anova": _records(t.anova), "dominated_by": t.anova.attrs.get("dominated_by") if t.anova is not None else None,
-                "anova_note": t.anova_note,
-                "detection_limit": None if math.isnan(t.detection_limit) else t.detection_limit,
-                "gaps": _records(t.gaps),
-                "share_below_detection": None if math.isnan(t.share_below_detection) else t.share_below_detection}
-        benchmarks[name] = {"metric": b.metric, "direction": b.direction, "target": b.target, "tiers": tiers,
-                            "skipped": b.skipped}
+                "distinct_orderings": t.orderings.attrs.get("distinct"),
+                "tau": {k: _finite(v) for k, v in t.tau.items()},
+                "borda": _records(t.borda), "attribution": _records(t.attribution), "dominated_by": t.dominated_by,
+                "detection_limit": _finite(t.detection_limit), "noisy_comparisons": len(t.noisy),
+                "gaps": _records(t.gaps), "resolved_share": _finite(t.resolved_share)}
+        benchmarks[name] = {"metric": b.metric, "direction": b.direction, "target": b.target,
+                            "item_outcome": b.item_outcome, "tiers": tiers, "skipped": b.skipped}
     return {"format": STATS_FORMAT, "plan_sha256": results.frozen["plan_sha256"],
-            "manifest_sha256": _manifest_sha(results), "n_resamples": n_resamples, "seed": seed,
-            "gates": gates_summary(results), "benchmarks": benchmarks}
+            "manifest_sha256": _manifest_sha(results), "n_resamples": n_resamples, "seed": seed, "alpha": ALPHA,
+            "multiplicity": multiplicity, "gates": gates_summary(results), "benchmarks": benchmarks}
 
 
 def gates_summary(results: GridResults) -> dict[str, Any]:

@@ -197,30 +197,38 @@ def stats_cmd(
     out: Annotated[Optional[Path], typer.Option(help="Report folder (default: <run>/report).")] = None,
     n_resamples: Annotated[int, typer.Option(min=1, max=100_000, help="Bootstrap resamples of each paired difference.")] = 1000,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing report folder.")] = False,
+    multiplicity: Annotated[str, typer.Option(help="Multiplicity control over a benchmark's comparisons: holm "
+                                                   "(family-wise error) or bh (Benjamini-Hochberg, false discovery rate).")] = "holm",
     data_dir: DataDir = None,
 ) -> None:
-    """Rank-instability statistics of a verified grid run: flips, orderings, tau, ANOVA, noise, cards, report."""
+    """Rank-instability statistics of a verified grid run: flips, orderings, tau, attribution, tests, cards, report."""
     from .gridverify import open_verified
-    from .statsreport import report_target, supported_label, write_stats
+    from .inference import MULTIPLICITY
+    from .statsreport import dominated_text, report_target, supported_label, write_stats
 
+    if multiplicity not in MULTIPLICITY:
+        raise ConfigError(f"unknown multiplicity control {multiplicity!r}", "use --multiplicity holm or --multiplicity bh")
     report_target(folder, out, overwrite=overwrite)  # a bad --out is refused before the run is read
     results = open_verified(folder, data_dir=data_dir)
-    document = write_stats(results, out, n_resamples=n_resamples, overwrite=overwrite)
+    document = write_stats(results, out, n_resamples=n_resamples, overwrite=overwrite,
+                           multiplicity=multiplicity)  # type: ignore[arg-type]
     target = Path(document["report"])
     table = Table(title=f"rank stability per benchmark (plan {document['plan_sha256'][:16]})", title_justify="left")
-    for column in ("benchmark", "tier", "pairs", "identifiable", "max rho_flip", "max rho (noise-aware)",
-                   "orderings", "tau_R", "dominated by", "detection limit", "supported"):
+    for column in ("benchmark", "tier", "configs", "pairs", "no reversal", "supported order", "max rho_flip",
+                   "max rho (resolved)", "orderings", "tau_R", "dominated by", "detection limit", "gates"):
         table.add_column(column, no_wrap=True)
     for name, b in document["benchmarks"].items():
         for tier, t in b["tiers"].items():
             flips = t["flips"] or []
-            table.add_row(name, tier, str(len(flips)), str(sum(bool(f["identifiable"]) for f in flips)),
+            table.add_row(name, tier, f"{t['n_configs']} ({t['n_configs_raw']})", str(len(flips)),
+                          str(sum(bool(f["no_reversal"]) for f in flips)), str(sum(bool(f["supported"]) for f in flips)),
                           num(max((f["rho_flip"] for f in flips), default=None)),
                           num(max((f.get("rho_flip_noise_aware") or 0 for f in flips), default=None)),
-                          f"{t['reachable_orderings']}/{t['possible_orderings']}", num(t["tau"]["tau_all_pairs"]),
-                          str(t["dominated_by"] or "n/a"), num(t["detection_limit"]), supported_label(document["gates"]))
+                          f"{t['reachable_orderings']}/{t['possible_orderings']} ({t['distinct_orderings']})",
+                          num(t["tau"]["tau_all_pairs"]), dominated_text(t["dominated_by"]), num(t["detection_limit"]),
+                          supported_label(document["gates"]))
         for tier, why in b["skipped"].items():
-            table.add_row(name, tier, "0", "-", "-", "-", "-", "-", "-", "-", f"not analysed: {why}")
+            table.add_row(name, tier, "0", "0", "-", "-", "-", "-", "-", "-", "-", "-", f"not analysed: {why}")
     Console(width=None if sys.stdout.isatty() else 160).print(table)
     print(f"instrument gates: {supported_label(document['gates'])} -- {document['gates']['note']}")
     print(f"report: {target / 'report.html'} (and report.md, stats.json, cards/)")

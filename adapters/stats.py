@@ -3,32 +3,35 @@
 Input is one tidy table (pandas), one row per (benchmark, model, configuration) with the score:
 columns ``benchmark``, ``model``, the configuration factors (``template``, ``scoring``,
 ``fewshot``, ``decoding`` -- whichever the grid varies) and ``score``. For benchmark *b* the
-configuration set C_b is the set of factor combinations every model was scored under.
+configuration set C_b is the set of factor combinations every model was scored under (complete
+cases; :mod:`.analysis` first merges configurations that are the same measurement).
 
 * :func:`pairwise_flips`: for each model pair, N+ (configurations where A is better), N- (B better),
-  ties, rho_flip = min(N+, N-) / |C_b|, and Proposition 1's test: a strict pairwise order is
-  identifiable on C_b only if N+ = 0 or N- = 0. With a ``resolvable`` mask (the paired difference
-  is larger than the noise, see :func:`paired_difference_ci`) a difference below the noise is a
-  tie, and rho_flip is also reported over resolvable configurations only.
-* :func:`orderings`: which of the k! orderings of the models occur, and in how many configurations.
-* :func:`rank_consistency`: tau_R, the mean Kendall tau (scipy, tau-b) between the rankings of all
-  configuration pairs, and each configuration against the modal ranking.
+  ties, rho_flip = min(N+, N-) / |C_b|, and Proposition 1 as the paper states it, a necessary
+  condition: "no reversal observed" (N+ = 0 or N- = 0) is what a strict order needs; a reversal
+  means none is identifiable. With a ``resolvable`` mask (the paired test resolves the
+  difference, :mod:`.inference`) an unresolved difference is a tie, and the stricter *supported
+  order* needs no reversal and resolved differences in one direction in half the configurations.
+* :func:`orderings`: the orderings of the models that occur (strict, and with ties), with counts.
+* :func:`rank_consistency`: tau_R, the mean Kendall tau-b (scipy) over all configuration pairs
+  (the rule for all-tied configurations stated there), and against the modal ordering (its ties
+  reported, never broken silently).
 * :func:`borda`: the configurations' rankings aggregated by Borda count, beside the per-config ones.
-* :func:`variance_shares`: Type-II ANOVA (statsmodels ``anova_lm(typ=2)``) of the score on model
-  and the factors, with the model x factor interactions; each term's share of the total sum of
-  squares, and whether the benchmark is model- or implementation-dominated.
+* :func:`variance_shares`: a cell-level Type-II ANOVA (statsmodels ``anova_lm(typ=2)``) of the score
+  on model, the factors and model x factor. It has no replication -- its residual is the
+  interactions it leaves out -- so the report attributes variance on item-level outcomes instead
+  (:mod:`.attribution`); this one stays for score tables without item records.
 
 "Better" follows the metric's declared direction (``MetricSpec``): higher, lower, or closer to a
 target (a bias score's 0, CrowS-Pairs' 50).
 """
-
 from __future__ import annotations
 
 import itertools
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -68,10 +71,15 @@ def complete_configs(table: pd.DataFrame) -> pd.DataFrame:
 
 def pairwise_flips(table: pd.DataFrame, *, direction: Literal["higher", "lower", "target"] = "higher",
                    target: float | None = None, resolvable: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per model pair (A, B) of one benchmark: N+, N-, ties, |C_b|, rho_flip, the
-    identifiability verdict; with ``resolvable`` (configurations x pairs, bool, columns ``"A|B"``
-    or ``"B|A"``) also the counts, rho_flip and the verdict with differences below the noise as
-    ties (rho over |C_b|, and over the resolvable configurations only)."""
+    """One row per model pair (A, B) of one benchmark: N+, N-, ties, |C_b|, rho_flip and
+    Proposition 1 read as the paper states it -- a *necessary* condition: ``no_reversal`` (N+ = 0
+    or N- = 0, with some difference) is what a strict order needs, not proof of one.
+
+    With ``resolvable`` (configurations x pairs, bool, columns ``"A|B"`` or ``"B|A"``: True where
+    the paired test resolves the difference) also the resolved counts, rho_flip with unresolved
+    differences as ties (over |C_b|, and over the resolved configurations only), and the stricter
+    ``supported`` order: no reversal observed at all, and the difference resolved in the one
+    direction in at least half of the configurations (:data:`SUPPORT_SHARE`)."""
     wide = complete_configs(table)
     better = wide.apply(lambda column: goodness(column, direction, target))
     rows = []
@@ -82,71 +90,103 @@ def pairwise_flips(table: pd.DataFrame, *, direction: Literal["higher", "lower",
         row = {"model_a": a, "model_b": b, "n_configs": len(diff), "n_plus": n_plus, "n_minus": n_minus,
                "ties": len(diff) - n_plus - n_minus,
                "rho_flip": min(n_plus, n_minus) / len(diff) if len(diff) else math.nan}
-        row["identifiable"] = bool(len(diff)) and (n_plus == 0 or n_minus == 0) and n_plus + n_minus > 0
-        row["verdict"] = (f"{a} better on every configuration it is not tied" if row["identifiable"] and n_plus else
-                          f"{b} better on every configuration it is not tied" if row["identifiable"] else
+        row["no_reversal"] = bool(len(diff)) and (n_plus == 0 or n_minus == 0) and n_plus + n_minus > 0
+        ahead = a if n_plus else b
+        row["verdict"] = (f"no reversal observed: {ahead} ahead in {max(n_plus, n_minus)}, never behind "
+                          "(necessary for a strict order)" if row["no_reversal"] else
                           "no difference anywhere" if n_plus + n_minus == 0 else
-                          "not identifiable: the order flips with the configuration")
+                          f"reversal observed ({n_plus} vs {n_minus}): strict order not identifiable")
         if resolvable is not None:
             column = f"{a}|{b}" if f"{a}|{b}" in resolvable else f"{b}|{a}"
             if column not in resolvable:
                 raise ConfigError(f"the resolvable mask has no column for {a} and {b}",
-                                  f"add a column {a}|{b} (True where the paired difference exceeds the noise)")
+                                  f"add a column {a}|{b} (True where the paired test resolves the difference)")
             mask = resolvable[column].reindex(diff.index).fillna(False).astype(bool)
             rp, rm = int(((diff > 0) & mask).sum()), int(((diff < 0) & mask).sum())
-            row.update({"resolvable": int(mask.sum()), "n_plus_resolvable": rp, "n_minus_resolvable": rm,
+            row.update({"resolved": int(mask.sum()), "n_plus_resolved": rp, "n_minus_resolved": rm,
                         "rho_flip_noise_aware": min(rp, rm) / len(diff) if len(diff) else math.nan,
-                        "rho_flip_resolvable": min(rp, rm) / int(mask.sum()) if mask.sum() else math.nan,
-                        "identifiable_noise_aware": (rp == 0 or rm == 0) and rp + rm > 0})
+                        "rho_flip_resolved": min(rp, rm) / int(mask.sum()) if mask.sum() else math.nan})
+            needed = max(1, math.ceil(SUPPORT_SHARE * len(diff)))
+            row["supported"] = bool(row["no_reversal"] and max(rp, rm) >= needed and min(rp, rm) == 0)
             row["verdict_noise_aware"] = (
-                f"{a} better wherever the difference exceeds the noise" if row["identifiable_noise_aware"] and rp else
-                f"{b} better wherever the difference exceeds the noise" if row["identifiable_noise_aware"] else
-                "no difference exceeds the noise" if rp + rm == 0 else
-                "not identifiable: resolvable differences go both ways")
+                f"supported order: {ahead} ahead, resolved in {max(rp, rm)} of {len(diff)} configurations"
+                if row["supported"] else
+                "resolved differences go both ways: strict order not identifiable" if rp and rm else
+                "no difference resolved" if rp + rm == 0 else
+                f"not supported: resolved for {a if rp else b} in {rp + rm} of {len(diff)} configurations "
+                f"(at least {needed} needed, and no reversal)")
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+SUPPORT_SHARE = 0.5
+"""A supported order needs its difference resolved (one direction) in at least this share of the
+configurations, besides no reversal anywhere."""
+
+
+def _ordering(row: pd.Series) -> str:
+    """Models best first, ``a=b`` for a tie (within the tie tolerance)."""
+    groups = []
+    row = row.round(9)
+    for _, models in itertools.groupby(sorted(row.items(), key=lambda kv: (-kv[1], kv[0])), key=lambda kv: kv[1]):
+        groups.append("=".join(m for m, _ in models))
+    return " > ".join(groups)
 
 
 def orderings(table: pd.DataFrame, *, direction: Literal["higher", "lower", "target"] = "higher",
               target: float | None = None) -> pd.DataFrame:
     """The orderings of the models (best first) that occur, with how many configurations give each;
-    an ordering with a tie writes the tied models as ``a=b``. ``reachable`` of k! is the number
-    of distinct strict orderings."""
+    an ordering with a tie writes the tied models as ``a=b`` (a weak ordering). ``attrs``:
+    ``possible`` (k! strict orderings), ``reachable`` (distinct strict orderings that occur),
+    ``distinct`` (distinct orderings, ties included), ``all_tied`` (configurations where every
+    model ties)."""
     wide = complete_configs(table)
     better = wide.apply(lambda column: goodness(column, direction, target))
-    counts: Counter[str] = Counter()
-    for _, row in better.iterrows():
-        groups = []
-        row = row.round(9)  # the tie tolerance
-        for value, models in itertools.groupby(sorted(row.items(), key=lambda kv: (-kv[1], kv[0])), key=lambda kv: kv[1]):
-            groups.append("=".join(m for m, _ in models))
-        counts[" > ".join(groups)] += 1
+    counts: Counter[str] = Counter(_ordering(row) for _, row in better.iterrows())
     out = pd.DataFrame([{"ordering": o, "configs": n, "strict": "=" not in o} for o, n in counts.most_common()])
     out.attrs["possible"] = math.factorial(wide.shape[1])
     out.attrs["reachable"] = int(out["strict"].sum()) if len(out) else 0
+    out.attrs["distinct"] = len(out)
+    out.attrs["all_tied"] = sum(n for o, n in counts.items() if " > " not in o)
     return out
 
 
 def rank_consistency(table: pd.DataFrame, *, direction: Literal["higher", "lower", "target"] = "higher",
-                     target: float | None = None) -> dict[str, float]:
-    """tau_R over all configuration pairs, and the mean tau of each configuration against the modal
-    ranking (the most frequent ordering's ranks). Kendall tau-b (ties allowed), scipy."""
+                     target: float | None = None) -> dict[str, Any]:
+    """tau_R, the mean Kendall tau-b (scipy) over *all* configuration pairs, and each
+    configuration's tau against the modal ranking.
+
+    The rule for a configuration where every model ties (tau-b is undefined there): two all-tied
+    configurations agree completely (tau 1), an all-tied one and a ranked one share no order
+    (tau 0); the counts of such pairs are reported. The modal ranking is the most frequent
+    ordering, ties and all-tied included; where several are equally frequent they are all
+    reported (``modal``) and ``tau_vs_modal`` is left undefined rather than broken silently."""
     from scipy.stats import kendalltau
 
     wide = complete_configs(table)
     better = wide.apply(lambda column: goodness(column, direction, target))
     vectors = [row.round(9).to_numpy() for _, row in better.iterrows()]
-    # A configuration where every model ties has no ranking: tau is undefined there.
-    ranked = [v for v in vectors if len(set(v)) > 1]
-    pair_taus = [kendalltau(x, y).statistic for x, y in itertools.combinations(ranked, 2)]
-    ranks = [tuple(pd.Series(v).rank(method="min", ascending=False).astype(int)) for v in ranked]
-    counts = Counter(ranks)
-    # The modal ranking; equally frequent ones are broken by the ranking itself (deterministic).
-    modal = np.array(max(counts, key=lambda r: (counts[r], tuple(-x for x in r))), dtype=float) if ranks else None
-    modal_taus = [kendalltau(np.array(r, dtype=float), modal).statistic for r in ranks] if modal is not None else []
-    return {"tau_all_pairs": float(np.nanmean(pair_taus)) if pair_taus else math.nan,
-            "tau_vs_modal": float(np.nanmean(modal_taus)) if modal_taus else math.nan,
-            "n_configs": len(vectors), "n_configs_all_tied": len(vectors) - len(ranked), "n_models": wide.shape[1]}
+    names = [_ordering(row) for _, row in better.iterrows()]
+    flat = [len(set(v)) == 1 for v in vectors]
+
+    def tau(i: int, j: int) -> float:
+        if flat[i] or flat[j]:
+            return 1.0 if flat[i] and flat[j] else 0.0
+        return float(kendalltau(vectors[i], vectors[j]).statistic)
+
+    pairs = list(itertools.combinations(range(len(vectors)), 2))
+    taus = [tau(i, j) for i, j in pairs]
+    counts = Counter(names)
+    top = max(counts.values()) if counts else 0
+    modal = sorted(o for o, n in counts.items() if n == top)
+    tau_vs_modal = math.nan
+    if len(modal) == 1:
+        m = names.index(modal[0])
+        tau_vs_modal = float(np.mean([tau(i, m) for i in range(len(vectors))]))
+    return {"tau_all_pairs": float(np.mean(taus)) if taus else math.nan, "tau_vs_modal": tau_vs_modal,
+            "modal": modal, "modal_configs": top, "n_configs": len(vectors), "n_configs_all_tied": sum(flat),
+            "n_pairs": len(pairs), "n_pairs_one_all_tied": sum(flat[i] != flat[j] for i, j in pairs),
+            "n_pairs_both_all_tied": sum(flat[i] and flat[j] for i, j in pairs), "n_models": wide.shape[1]}
 
 
 def borda(table: pd.DataFrame, *, direction: Literal["higher", "lower", "target"] = "higher",

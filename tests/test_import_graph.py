@@ -146,8 +146,8 @@ LAYERS = {
                   "journal", "identity", "grid", "gridplan", "gridexec", "gridrun", "gridray", "gridoutput",
                   "gridlayout", "runner", "outfolder"],
     # reading a finished run back: verify, results, statistics, gates, cards, the report
-    "analysis": ["gridverify", "gridresults", "stats", "analysis", "statsreport", "instrument", "replay", "gates",
-                 "card"],
+    "analysis": ["gridverify", "gridresults", "stats", "inference", "attribution", "analysis", "statsplots",
+                 "statsreport", "instrument", "replay", "gates", "card"],
     "surface": ["cli_common", "cli_grid", "cli", ""],
 }
 """Every module's layer: a module imports from its own layer or below, never above."""

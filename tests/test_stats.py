@@ -32,11 +32,12 @@ def test_flips_counted_by_hand() -> None:
     flips = pairwise_flips(table({"A": [3, 3, 1, 2], "B": [2, 2, 2, 2]}))
     row = flips.iloc[0]
     assert (row.n_plus, row.n_minus, row.ties, row.n_configs) == (2, 1, 1, 4)
-    assert row.rho_flip == pytest.approx(0.25) and not row.identifiable
-    # Never reversed -> identifiable (ties allowed), rho 0.
+    assert row.rho_flip == pytest.approx(0.25) and not row.no_reversal
+    assert row.verdict == "reversal observed (2 vs 1): strict order not identifiable"
+    # Never reversed: Proposition 1's necessary condition holds (ties allowed), rho 0 -- and no more is claimed.
     row = pairwise_flips(table({"A": [3, 3, 2, 2], "B": [2, 2, 2, 1]})).iloc[0]
-    assert (row.n_plus, row.n_minus, row.rho_flip, row.identifiable) == (3, 0, 0.0, True)
-    assert row.verdict == "A better on every configuration it is not tied"
+    assert (row.n_plus, row.n_minus, row.rho_flip, row.no_reversal) == (3, 0, 0.0, True)
+    assert row.verdict == "no reversal observed: A ahead in 3, never behind (necessary for a strict order)"
 
 
 def test_direction_lower_and_target() -> None:
@@ -48,15 +49,24 @@ def test_direction_lower_and_target() -> None:
     assert (row.n_plus, row.n_minus, row.rho_flip) == (1, 1, 0.5)
 
 
-def test_resolvable_pairs_drop_differences_below_the_noise() -> None:
+def test_resolved_pairs_and_the_supported_order() -> None:
     t = table({"A": [3, 3, 1, 2], "B": [2, 2, 2, 2]})
     index = pd.Index(["t0", "t1", "t2", "t3"], name="template")
     mask = pd.DataFrame({"A|B": [True, True, False, False]}, index=index)
     row = pairwise_flips(t, resolvable=mask).iloc[0]
-    assert (row.resolvable, row.n_plus_resolvable, row.n_minus_resolvable, row.rho_flip_resolvable) == (2, 2, 0, 0.0)
-    assert row.rho_flip_noise_aware == 0.0 and row.identifiable_noise_aware and not row.identifiable
+    assert (row.resolved, row.n_plus_resolved, row.n_minus_resolved, row.rho_flip_resolved) == (2, 2, 0, 0.0)
+    assert row.rho_flip_noise_aware == 0.0
+    # Resolved 2 of 4 in A's favour, but a raw reversal (t2): not a supported order.
+    assert not row.supported and row.verdict_noise_aware.startswith("not supported: resolved for A in 2 of 4")
+    # No reversal and resolved in half the configurations: supported.
+    t = table({"A": [3, 3, 2, 2], "B": [2, 2, 2, 1]})
+    row = pairwise_flips(t, resolvable=mask).iloc[0]
+    assert row.supported and row.verdict_noise_aware == "supported order: A ahead, resolved in 2 of 4 configurations"
+    # No reversal, but resolved in only one of four: necessary condition only.
+    row = pairwise_flips(t, resolvable=mask.assign(**{"A|B": [True, False, False, False]})).iloc[0]
+    assert row.no_reversal and not row.supported
     # Either orientation of the pair's column is accepted.
-    assert pairwise_flips(t, resolvable=mask.rename(columns={"A|B": "B|A"})).iloc[0].n_plus_resolvable == 2
+    assert pairwise_flips(t, resolvable=mask.rename(columns={"A|B": "B|A"})).iloc[0].n_plus_resolved == 2
     with pytest.raises(ConfigError, match="no column for A and B"):
         pairwise_flips(t, resolvable=mask.rename(columns={"A|B": "X|Y"}))
 
@@ -64,7 +74,7 @@ def test_resolvable_pairs_drop_differences_below_the_noise() -> None:
 def test_float_ties_are_ties() -> None:
     # Distance to target 0.2: 0.3 and 0.1 are equally far (their difference is float noise).
     row = pairwise_flips(table({"A": [0.3, 0.3], "B": [0.1, 0.1]}), direction="target", target=0.2).iloc[0]
-    assert (row.n_plus, row.n_minus, row.ties, row.identifiable) == (0, 0, 2, False)
+    assert (row.n_plus, row.n_minus, row.ties, row.no_reversal) == (0, 0, 2, False)
     assert row.verdict == "no difference anywhere"
 
 
@@ -81,7 +91,7 @@ def test_reachable_orderings() -> None:
     t = table({"A": [3, 3, 2, 2], "B": [2, 2, 3, 2], "C": [1, 1, 1, 1]})
     found = orderings(t)
     assert dict(zip(found["ordering"], found["configs"])) == {"A > B > C": 2, "B > A > C": 1, "A=B > C": 1}
-    assert found.attrs == {"possible": 6, "reachable": 2}
+    assert found.attrs == {"possible": 6, "reachable": 2, "distinct": 3, "all_tied": 0}
 
 
 def test_kendall_tau_references() -> None:
@@ -91,14 +101,23 @@ def test_kendall_tau_references() -> None:
     # Two configurations with reversed rankings: every pair disagrees completely.
     reversed_ = table({"A": [3, 1], "B": [2, 2], "C": [1, 3]})
     assert rank_consistency(reversed_)["tau_all_pairs"] == pytest.approx(-1.0)
-    # A configuration where all models tie has no ranking: left out, and counted.
+    # A configuration where all models tie: pairs with it count 0 (no shared order), and are counted.
     with_tie = table({"A": [3, 3, 1], "B": [2, 2, 1], "C": [1, 1, 1]})
     taus = rank_consistency(with_tie)
-    assert taus["tau_all_pairs"] == pytest.approx(1.0) and taus["n_configs_all_tied"] == 1
+    assert taus["tau_all_pairs"] == pytest.approx((1 + 0 + 0) / 3) and taus["n_configs_all_tied"] == 1
+    assert (taus["n_pairs"], taus["n_pairs_one_all_tied"], taus["n_pairs_both_all_tied"]) == (3, 2, 0)
+    # Two all-tied configurations agree completely: (1 [ranked pair] + 1 [tied pair] + 4 x 0) / 6.
+    two_tied = table({"A": [3, 3, 1, 1], "B": [2, 2, 1, 1], "C": [1, 1, 1, 1]})
+    assert rank_consistency(two_tied)["tau_all_pairs"] == pytest.approx(2 / 6)
     # A>B>C, A>B>C, C>B>A: pairs (1, -1, -1) -> -1/3; against the modal A>B>C: (1, 1, -1) -> 1/3.
     mixed = table({"A": [3, 3, 1], "B": [2, 2, 2], "C": [1, 1, 3]})
     taus = rank_consistency(mixed)
     assert taus["tau_all_pairs"] == pytest.approx(-1 / 3) and taus["tau_vs_modal"] == pytest.approx(1 / 3)
+    assert taus["modal"] == ["A > B > C"]
+    # The real mode can be all-tied; and two equally frequent modes are both reported, tau vs modal undefined.
+    assert rank_consistency(table({"A": [1, 1, 3], "B": [1, 1, 2]}))["modal"] == ["A=B"]
+    taus = rank_consistency(table({"A": [3, 1], "B": [2, 2], "C": [1, 3]}))
+    assert taus["modal"] == ["A > B > C", "C > B > A"] and np.isnan(taus["tau_vs_modal"])
 
 
 def _grid(model_effect: dict[str, float], template_effect: dict[str, float],
@@ -175,3 +194,85 @@ def test_borda_points_by_hand() -> None:
     assert dict(zip(low["model"], low["points"])) == {"A": 2.5, "B": 2.5, "C": 4.0}
     near = borda(table({"A": [50, 52], "B": [60, 49]}), direction="target", target=50)
     assert dict(zip(near["model"], near["points"])) == {"A": 1.0, "B": 1.0}
+
+
+# ---- paired tests, multiplicity, distinct configurations, attribution with replication ---------------------
+
+def test_randomization_test_is_the_exact_sign_test_on_small_cells() -> None:
+    from scipy.stats import binomtest
+
+    from safetyrepro.adapters.inference import adjust, randomization_test, smallest_p
+
+    # 4 items, A right on all and B wrong on all: a 4-0 split, exact p = 2/16 (a bootstrap
+    # interval would have zero width here).
+    a, b = np.array([1, 1, 1, 1.0]), np.array([0, 0, 0, 0.0])
+
+    def diff(x: np.ndarray, y: np.ndarray):  # noqa: ANN202 - the statistic with records swapped
+        return lambda swap: float(np.where(swap, y, x).mean() - np.where(swap, x, y).mean())
+
+    point, p, exact = randomization_test(4, diff(a, b), seed=0)
+    assert (point, p, exact) == (1.0, 0.125, True) and smallest_p(4) == 0.125
+    # Binary outcomes: the exact McNemar (sign) test on the discordant items, whatever the concordant ones.
+    a = np.array([1, 1, 1, 1, 1, 1, 0, 1, 0, 0.0])
+    b = np.array([0, 0, 0, 0, 0, 1, 1, 1, 0, 0.0])
+    _, p, exact = randomization_test(10, diff(a, b), seed=0)
+    assert exact and p == pytest.approx(binomtest(5, 6, 0.5).pvalue)
+    # Beyond 10 items: Monte Carlo, (1 + hits) / (1 + R), never 0.
+    big_a, big_b = np.ones(40), np.zeros(40)
+    _, p, exact = randomization_test(40, diff(big_a, big_b), seed=0, n_resamples=500)
+    assert not exact and p == pytest.approx(1 / 501) and smallest_p(40, 500) == pytest.approx(1 / 501)
+    assert randomization_test(3, diff(np.ones(3), np.ones(3)), seed=0)[1] == 1.0  # identical: p = 1
+    # Holm by hand: sorted 0.01, 0.02, 0.04 x (3, 2, 1) -> 0.03, 0.04, 0.04; BH: 0.03, 0.03, 0.04.
+    assert adjust([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
+    assert adjust([0.04, 0.01, 0.02], "bh") == pytest.approx([0.04, 0.03, 0.03])
+    assert np.isnan(adjust([float("nan"), 0.01])[0])
+    with pytest.raises(ConfigError, match="unknown multiplicity"):
+        adjust([0.1], "bonferroni")  # type: ignore[arg-type]
+
+
+def test_configurations_that_are_one_measurement_count_once() -> None:
+    from safetyrepro.adapters.analysis import distinct_configurations
+
+    # Logprob under greedy and T0.7 computes the same thing (same compute keys); regex does not.
+    rows, keys = [], {}
+    for model in "AB":
+        for scoring, decoding in (("logprob", "greedy"), ("logprob", "T0.7"), ("regex", "greedy"), ("regex", "T0.7")):
+            cell = f"{model}-{scoring}-{decoding}"
+            rows.append({"model": model, "template": "minimal", "scoring": scoring, "fewshot": 0, "decoding": decoding,
+                         "cell_id": cell, "score": 0.5})
+            keys[cell] = f"{model}-{scoring}-" + (decoding if scoring == "regex" else "greedy")
+    kept, duplicates = distinct_configurations(pd.DataFrame(rows), keys)
+    assert sorted(set(zip(kept["scoring"], kept["decoding"]))) == [("logprob", "greedy"), ("regex", "T0.7"),
+                                                                    ("regex", "greedy")]
+    assert duplicates == [{"config": "template=minimal scoring=logprob fewshot=0 decoding=greedy",
+                           "same_measurement_as": ["template=minimal scoring=logprob fewshot=0 decoding=T0.7"]}]
+
+
+def test_attribution_with_replication_recovers_a_known_decomposition() -> None:
+    """Balanced: 2 models x 2 templates x 4 items, outcome = model + template + item effect +
+    noise. Every sum of squares is known in closed form; the residual is the noise's."""
+    from safetyrepro.adapters.attribution import attribute, attribution_table
+
+    noise = {("A", "x"): [0.5, -0.5, 0.5, -0.5], ("A", "y"): [-0.5, 0.5, -0.5, 0.5],
+             ("B", "x"): [0.5, 0.5, -0.5, -0.5], ("B", "y"): [-0.5, -0.5, 0.5, 0.5]}
+    item = [0.0, 1.0, 2.0, 3.0]
+    rows = [{"model": m, "template": t, "decoding": "greedy", "fewshot": 0, "scoring": "logprob", "item_id": f"i{i}",
+             "outcome": {"A": 0.0, "B": 2.0}[m] + {"x": 0.0, "y": 1.0}[t] + item[i] + noise[(m, t)][i]}
+            for m in "AB" for t in "xy" for i in range(4)]
+    out = attribute(pd.DataFrame(rows), ["template", "decoding", "fewshot"]).set_index("term")
+    # 16 observations: model SS = 16 x 1^2, template SS = 16 x 0.5^2, item SS = 4 x sum((i - 1.5)^2) = 20,
+    # noise SS = 16 x 0.25 = 4, orthogonal to every effect by construction; total = 16 + 4 + 20 + 4.
+    total = 16 + 4 + 20 + 4
+    assert out.loc["model", "share"] == pytest.approx(16 / total)
+    assert out.loc["template", "share"] == pytest.approx(4 / total)
+    assert out.loc["item", "share"] == pytest.approx(20 / total)
+    assert out.loc["model:template", "share"] == pytest.approx(0, abs=1e-9)
+    assert out.loc["residual (noise)", "share"] == pytest.approx(4 / total)
+    assert out.loc["residual (noise)", "df"] == 16 - 1 - 1 - 1 - 1 - 3  # n - intercept - model - template - interaction - items
+    assert out.loc["not attributed", "share"] == pytest.approx(0, abs=1e-9)
+    assert out.attrs["dominated_by"] == "model"
+    table, verdicts = attribution_table(pd.DataFrame(rows))
+    assert verdicts == {"four-way, scoring=logprob": "model"} and set(table["analysis"]) == {"four-way, scoring=logprob"}
+    flat = pd.DataFrame(rows).assign(outcome=1.0)
+    assert attribution_table(flat)[1] == {"four-way, scoring=logprob": "not fitted: every item outcome is the same: "
+                                          "there is no variance to attribute"}

@@ -39,7 +39,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_report_folder_holds_every_table_plot_and_card(run: Path) -> None:
     report = run / "report"
     cells = json.loads((run / "plan.json").read_text())["cells"]
-    for name in ("report.md", "report.html", "stats.json", "scores.csv", "flips.csv", "orderings.csv", "anova.csv",
+    for name in ("report.md", "report.html", "stats.json", "scores.csv", "flips.csv", "orderings.csv", "attribution.csv",
                  "gaps.csv", "flips_grid.png", "anova_grid.png", "noise_grid.png", "orderings_grid.png",
                  "spread_toxigen.png", "spread_crows_pairs.png"):
         assert (report / name).stat().st_size > 0, name
@@ -57,7 +57,7 @@ def test_report_folder_holds_every_table_plot_and_card(run: Path) -> None:
 def test_flip_counts_match_the_score_table(run: Path) -> None:
     """N+ / N- recounted by hand from cells.parquet, in each metric's direction."""
     stats = json.loads((run / "report" / "stats.json").read_text())
-    assert stats["format"] == "safetyrepro-stats/1"
+    assert stats["format"] == "safetyrepro-stats/2" and stats["multiplicity"] == "holm"
     table = pd.read_parquet(run / "cells.parquet")
     table = table[table["primary"]]
     for benchmark, b in stats["benchmarks"].items():
@@ -72,31 +72,29 @@ def test_flip_counts_match_the_score_table(run: Path) -> None:
             row = flips[(a, c)]
             assert (row["n_plus"], row["n_minus"], row["n_configs"]) == (n_plus, n_minus, len(diff))
             assert row["rho_flip"] == min(n_plus, n_minus) / len(diff)
-            assert row["identifiable"] == ((n_plus == 0 or n_minus == 0) and n_plus + n_minus > 0)
-            # Noise-aware: only the differences whose paired interval excludes 0 count.
+            assert row["no_reversal"] == ((n_plus == 0 or n_minus == 0) and n_plus + n_minus > 0)
+            # Resolved: only the differences the paired test resolves (Holm-adjusted p < 0.05) count.
             gaps = [g for g in b["tiers"]["grid"]["gaps"] if g["pair"] == f"{a} vs {c}"]
             assert len(gaps) == len(diff)
-            assert row["n_plus_resolvable"] == sum(g["resolvable"] and g["difference"] > 0 for g in gaps)
-            assert row["n_minus_resolvable"] == sum(g["resolvable"] and g["difference"] < 0 for g in gaps)
+            assert row["n_plus_resolved"] == sum(g["resolved"] and g["difference"] > 0 for g in gaps)
+            assert row["n_minus_resolved"] == sum(g["resolved"] and g["difference"] < 0 for g in gaps)
         tier = b["tiers"]["grid"]
-        assert sum(o["configs"] for o in tier["orderings"]) == tier["n_configs"] == 4
-        assert tier["possible_orderings"] == 6
-        for gap in tier["gaps"]:  # resolvable means the interval excludes 0, so it is wider than half of it
-            if gap["resolvable"]:
-                assert gap["gap"] > gap["half_width"] - 1e-12
-        if tier["anova"] is not None:  # shares of the total sum of squares, residual included
-            total = float(((good - good.mean()) ** 2).sum())
-            assert sum(r["sum_sq"] for r in tier["anova"]) == pytest.approx(total * (1 - _unattributed(tier)), rel=1e-6)
+        assert sum(o["configs"] for o in tier["orderings"]) == tier["n_configs"] == tier["n_configs_raw"] == 4
+        assert tier["possible_orderings"] == 6 and tier["duplicates"] == []
+        for gap in tier["gaps"]:  # 4 items: exact tests, and no split of 4 items can reach 0.05
+            assert gap["exact"] and gap["status"] == "too small to resolve" and not gap["resolved"]
+            assert gap["p_value"] >= 0.125 - 1e-12 and gap["p_adjusted"] >= gap["p_value"]
+        # Item-level attribution: shares of the item outcomes' total sum of squares, the remainder named.
+        for analysis in {r["analysis"] for r in tier["attribution"]}:
+            rows_ = [r for r in tier["attribution"] if r["analysis"] == analysis]
+            assert sum(r["share"] for r in rows_) == pytest.approx(1.0)
+            assert [r["term"] for r in rows_][-2:] == ["residual (noise)", "not attributed"]
         # Borda: a model's points are the models it beats plus half its ties, summed over configurations.
         points = {m: 0.0 for m in wide.columns}
         for _, config in wide.iterrows():
             for a, c in itertools.permutations(wide.columns, 2):
                 points[a] += 1.0 if config[a] - config[c] > 1e-9 else 0.5 if abs(config[a] - config[c]) <= 1e-9 else 0
         assert {r["model"]: r["points"] for r in tier["borda"]} == pytest.approx(points)
-
-
-def _unattributed(tier: dict) -> float:
-    return 1 - sum(r["share"] for r in tier["anova"])
 
 
 def test_card_discloses_the_configuration_from_the_run_itself(run: Path) -> None:

@@ -112,6 +112,16 @@ class Benchmark(ABC):
         """The declared metrics (not ``unparsed_rate``) with bootstrap intervals; default: accuracy."""
         return accuracy_metrics(outcomes, seed=seed, n_resamples=n_resamples)
 
+    item_outcome_note: ClassVar[str] = ("per item: 1 if answered correctly, else 0 (unparsed counts as wrong); "
+                                        "the primary metric is their mean")
+    """What :meth:`item_outcome` measures, in one sentence (the statistics report states it)."""
+
+    def item_outcome(self, outcome: Outcome) -> float | None:
+        """The per-item quantity the primary metric is built from (None: the item does not count),
+        the response of the variance attribution with items as replicates. Default: correct (1) or
+        not (0), whose mean is accuracy."""
+        return float(outcome.prediction is not None and outcome.prediction == outcome.gold)
+
     @classmethod
     def all_metric_specs(cls) -> tuple[MetricSpec, ...]:
         """The declared specs plus ``unparsed_rate``, in table order (primary first)."""
