@@ -8,13 +8,16 @@ benchmark's primary metric (its declared direction, e.g. CrowS-Pairs' target 50)
   template computes the same thing under every decoding) are one measurement, counted once; the
   first in plan order stands for it and its other levels are listed (``duplicates``), beside
   the raw count. Complete cases only: a configuration counts when every model has a cell there;
-* every comparison (configuration x model pair) tested on the items both were scored on: the
-  paired randomization test of :mod:`.inference` (exact up to 10 items), p-values adjusted over
-  the benchmark and tier's comparisons (Holm by default, or Benjamini-Hochberg), *resolved* when
-  the adjusted p is below 0.05, *too small to resolve* when no split of its items could be; its
-  paired bootstrap interval gives the noise half-width. The *detection limit* is the median
-  half-width over the comparisons whose two cells answer differently on some item (identical
-  answers carry no noise estimate, so they cannot pull it to 0); undefined where none do;
+* every comparison (configuration x model pair) tested on its items' outcomes (:mod:`.inference`):
+  the exact sign test (McNemar) for 0/1 outcomes averaged plainly, else a paired randomization
+  test (exact up to 12 discordant items, else Monte Carlo with enough swaps for the family);
+  comparisons that could not reach 0.05 whatever their data are *too small to resolve* and left
+  out of the family (Tarone), the others' p-values adjusted over the benchmark and tier (Holm by
+  default, or Benjamini-Hochberg); *resolved* when the adjusted p is below 0.05, *undefined*
+  where the metric is (e.g. nothing parsed), *identical outcomes* where no item differs. Its paired bootstrap interval gives the noise
+  half-width. The *detection limit* is the median half-width over the comparisons whose two
+  cells' outcomes differ on some item (identical outcomes carry no noise estimate, so they
+  cannot pull it to 0); undefined where none do;
 * the :mod:`.stats` tables: flips (raw and resolved-only), orderings (strict and with ties),
   Kendall tau, Borda; and the item-level variance attribution of :mod:`.attribution`.
 
@@ -26,7 +29,7 @@ Result format (``stats.json``, stable, ``safetyrepro-stats/2``): ``{"format", "p
 "possible_orderings", "reachable_orderings", "distinct_orderings", "tau": {...}, "borda": [row],
 "attribution": [row], "dominated_by": {analysis: verdict}, "detection_limit", "noisy_comparisons",
 "gaps": [{"config", "pair", "gap", "difference", "half_width", "p_value", "p_adjusted", "exact",
-"status", "resolved", "identical"}], "resolved_share"}}, "skipped": {tier: why}}}}``. Rows are the
+"method", "discordant", "smallest_p", "status", "resolved", "identical"}], "resolved_share"}}, "skipped": {tier: why}}}}``. Rows are the
 :mod:`.stats` and :mod:`.attribution` DataFrames as records. (Format 1 counted duplicated
 configurations, resolved a difference by its bootstrap interval, and fitted a cell-level ANOVA.)
 """
@@ -45,12 +48,16 @@ from . import _registry
 from .attribution import attribution_table
 from .errors import ConfigError
 from .gridresults import GridResults
-from .inference import ALPHA, adjust, randomization_test, smallest_p
-from .stats import FACTORS, borda, complete_configs, goodness, orderings, paired_bootstrap, pairwise_flips, rank_consistency
+from .benchmarks.base import score_outcomes
+from .inference import ALPHA, adjust, compare, resamples_for
+from .instrument import primary_score
+from .stats import FACTORS, borda, complete_configs, orderings, pairwise_flips, rank_consistency
 
 STATS_FORMAT = "safetyrepro-stats/2"
 LEVEL = 0.95
-RESOLVED, UNRESOLVED, TOO_SMALL = "resolved", "not resolved", "too small to resolve"
+RESOLVED, UNRESOLVED, TOO_SMALL, UNDEFINED = "resolved", "not resolved", "too small to resolve", "undefined"
+IDENTICAL = "identical outcomes"
+"""Both models have the same outcome on every item: nothing to test (left out of the family)."""
 
 
 def in_core_tier(row: pd.Series) -> bool:
@@ -112,40 +119,61 @@ class BenchmarkStats:
 
 
 class PairedNoise:
-    """Each comparison's paired test and bootstrap interval, from the cells' item records."""
+    """Each comparison's paired test (:mod:`.inference`) and bootstrap interval, from the cells'
+    per-item outcomes (``Benchmark.item_outcome``; the primary metric from them is checked
+    against the benchmark's own ``metrics`` on every comparison)."""
 
     def __init__(self, results: GridResults, *, n_resamples: int, seed: int) -> None:
         self.results, self.n_resamples, self.seed = results, n_resamples, seed
-        self._known: dict[tuple[str, str], dict[str, Any]] = {}  # the core tier asks again
+        self._known: dict[tuple[str, str, int], dict[str, Any]] = {}  # the core tier asks again
 
-    def compare(self, benchmark: str, cell_a: str, cell_b: str, direction: str, target: float | None) -> dict[str, Any]:
-        """``difference`` (goodness A - B), the bootstrap interval ``low``/``high``, the test's
-        ``p_value`` and ``exact``, ``smallest_p`` and whether the two answered ``identical``ly."""
-        if (cell_a, cell_b) not in self._known:
-            self._known[(cell_a, cell_b)] = self._compare(benchmark, cell_a, cell_b, direction, target)
-        return self._known[(cell_a, cell_b)]
+    def compare(self, benchmark: str, cell_a: str, cell_b: str, direction: str, target: float | None,
+                family_size: int) -> dict[str, Any]:
+        """:func:`.inference.compare`'s answer plus the bootstrap interval ``low``/``high`` and
+        whether the two cells' outcomes are ``identical`` on every item."""
+        resamples = resamples_for(family_size, self.n_resamples)
+        if (cell_a, cell_b, resamples) not in self._known:
+            self._known[(cell_a, cell_b, resamples)] = self._compare(benchmark, cell_a, cell_b, direction, target,
+                                                                     resamples)
+        return self._known[(cell_a, cell_b, resamples)]
 
-    def _compare(self, benchmark: str, cell_a: str, cell_b: str, direction: str, target: float | None) -> dict[str, Any]:
+    def _compare(self, benchmark: str, cell_a: str, cell_b: str, direction: str, target: float | None,
+                 resamples: int) -> dict[str, Any]:
         bench = _registry.get_benchmark(benchmark)
-        metric = bench.primary_metric
         a, b = self.results.records(cell_a), self.results.records(cell_b)
         if [r.item_id for r in a] != [r.item_id for r in b]:
             raise ConfigError(f"cells {cell_a} and {cell_b} were scored on different items",
                               "compare cells of one grid run (same benchmark, same limit)")
+        xa, xb = (np.array([math.nan if (v := bench.item_outcome(r)) is None else v for r in rs]) for rs in (a, b))
+        labels = [bench.outcome_stratum(r) for r in a]
+        strata = None if all(x is None for x in labels) else np.array([str(x) for x in labels])
 
-        def score(records: list[Any]) -> float:
-            value = bench.metrics(records, seed=self.seed, n_resamples=0)[metric].value
-            return float(goodness(pd.Series([value]), direction, target).iloc[0])  # type: ignore[arg-type]
+        def statistic(first: np.ndarray, second: np.ndarray, rows: np.ndarray | None = strata) -> np.ndarray:
+            return _goodness(score_outcomes(first, rows), direction, target) - \
+                _goodness(score_outcomes(second, rows), direction, target)
 
-        def swapped(swap: np.ndarray) -> float:
-            return score([y if s else x for x, y, s in zip(a, b, swap)]) - score([x if s else y for x, y, s in zip(a, b, swap)])
+        found = compare(xa, xb, statistic, seed=self.seed, n_resamples=resamples,
+                        mean_of_binary=strata is None and bool(np.isin(np.concatenate([xa, xb]), (0.0, 1.0)).all()))
+        by_metrics = _goodness(np.array([primary_score(a, benchmark, self.seed)]), direction, target) - \
+            _goodness(np.array([primary_score(b, benchmark, self.seed)]), direction, target)
+        if not np.allclose(by_metrics, found["difference"], rtol=0, atol=1e-9, equal_nan=True):
+            raise ConfigError(f"benchmark {benchmark}'s item_outcome and outcome_stratum do not give its primary metric "
+                              f"back (cells {cell_a} vs {cell_b}: {float(by_metrics[0])} by its metrics, "
+                              f"{found['difference']} from the outcomes)",
+                              "make score_outcomes(item outcomes) equal the primary metric (see Benchmark.item_outcome)")
+        rng = np.random.default_rng(self.seed)
+        rows = rng.integers(0, len(a), size=(self.n_resamples, len(a)))
+        draws = statistic(xa[rows], xb[rows], None if strata is None else strata[rows])
+        draws = draws[~np.isnan(draws)]
+        alpha = (1 - LEVEL) / 2
+        low, high = (float(np.quantile(draws, q)) for q in (alpha, 1 - alpha)) if draws.size else (math.nan, math.nan)
+        return found | {"low": low, "high": high, "identical": found["discordant"] == 0}
 
-        point, low, high = paired_bootstrap(len(a), lambda idx: score([a[i] for i in idx]) - score([b[i] for i in idx]),
-                                            seed=self.seed, n_resamples=self.n_resamples, level=LEVEL)
-        _, p, exact = randomization_test(len(a), swapped, seed=self.seed, n_resamples=self.n_resamples)
-        return {"difference": point, "low": low, "high": high, "p_value": p, "exact": exact,
-                "smallest_p": smallest_p(len(a), self.n_resamples),
-                "identical": all(x.prediction == y.prediction for x, y in zip(a, b))}
+
+def _goodness(values: np.ndarray, direction: str, target: float | None) -> np.ndarray:
+    """:func:`.stats.goodness` on arrays: larger is better."""
+    values = np.asarray(values, dtype=float)
+    return values if direction == "higher" else -values if direction == "lower" else -np.abs(values - (target or 0.0))
 
 
 class _NothingToCompare(Exception):
@@ -156,22 +184,27 @@ def _name(config: tuple[Any, ...]) -> str:
     return " ".join(f"{f}={v}" for f, v in zip(FACTORS, config))
 
 
-def distinct_configurations(rows: pd.DataFrame, compute_keys: dict[str, str]) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+def distinct_configurations(rows: pd.DataFrame, compute_keys: dict[str, str],
+                            config_hashes: dict[str, str]) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """``rows`` with each measurement once: configurations whose cells share their compute keys
-    (model by model) are merged into the first in plan order; the merged ones are listed."""
+    (model by model) are merged, and the merged ones listed. The configuration that stands for a
+    measurement is the one whose cells *are* it (config hash = compute key: greedy, where
+    decoding cannot act), else the first in plan order."""
     signature: dict[tuple[Any, ...], tuple[str, ...]] = {}
+    canonical: dict[tuple[Any, ...], bool] = {}
     for config, group in rows.groupby(list(FACTORS), sort=False):
         signature[config] = tuple(sorted(compute_keys[c] for c in group["cell_id"]))
-    kept: dict[tuple[str, ...], tuple[Any, ...]] = {}
-    merged: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+        canonical[config] = all(compute_keys[c] == config_hashes[c] for c in group["cell_id"])
+    groups: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
     for config, sig in signature.items():
-        if sig in kept:
-            merged.setdefault(kept[sig], []).append(config)
-        else:
-            kept[sig] = config
-    keep = set(kept.values())
+        groups.setdefault(sig, []).append(config)
+    keep, duplicates = set(), []
+    for configs in groups.values():
+        kept = next((c for c in configs if canonical[c]), configs[0])
+        keep.add(kept)
+        if len(configs) > 1:
+            duplicates.append({"config": _name(kept), "same_measurement_as": [_name(c) for c in configs if c != kept]})
     mask = [tuple(r) in keep for r in rows[list(FACTORS)].itertuples(index=False)]
-    duplicates = [{"config": _name(k), "same_measurement_as": [_name(c) for c in v]} for k, v in merged.items()]
     return rows[mask], duplicates
 
 
@@ -189,30 +222,40 @@ def _tier(results: GridResults, table: pd.DataFrame, noise: PairedNoise, benchma
           target: float | None, multiplicity: Literal["holm", "bh"]) -> TierStats:
     scored = table.dropna(subset=["score"])
     raw = complete_configs(scored[["model", *FACTORS, "score"]])
-    compute_keys = {c["cell_id"]: c["compute_key"] for c in results.cells}
-    distinct, duplicates = distinct_configurations(scored, compute_keys)
+    distinct, duplicates = distinct_configurations(scored, {c["cell_id"]: c["compute_key"] for c in results.cells},
+                                                   {c["cell_id"]: c["config_sha256"] for c in results.cells})
     wide = complete_configs(distinct[["model", *FACTORS, "score"]])
     if wide.empty or wide.shape[1] < 2:
         raise _NothingToCompare("no configuration has a score for two or more models (every model needs a "
                                 "scored cell in the same configuration)")
-    complete = distinct[[tuple(r) in set(wide.index) for r in distinct[list(FACTORS)].itertuples(index=False)]]
+    configs = set(wide.index)
+    complete = distinct[[tuple(r) in configs for r in distinct[list(FACTORS)].itertuples(index=False)]]
     factors = [f for f in FACTORS if complete[f].nunique() > 1] or ["template"]
     cells = complete.set_index(["model", *FACTORS])["cell_id"]
+    pairs = list(itertools.combinations(sorted(wide.columns), 2))
+    family = len(wide.index) * len(pairs)
     gap_rows = []
     for config in wide.index:
-        for a, b in itertools.combinations(sorted(wide.columns), 2):
-            found = noise.compare(benchmark, cells[(a, *config)], cells[(b, *config)], direction, target)
+        for a, b in pairs:
+            found = noise.compare(benchmark, cells[(a, *config)], cells[(b, *config)], direction, target, family)
             gap_rows.append({"config": _name(config), "pair": f"{a} vs {b}", "gap": abs(found["difference"]),
                              "difference": found["difference"],
                              "half_width": (found["high"] - found["low"]) / 2 if not math.isnan(found["low"]) else math.nan,
-                             "p_value": found["p_value"], "exact": found["exact"], "identical": found["identical"],
-                             "too_small": found["smallest_p"] >= ALPHA, "_config": config, "_pair": f"{a}|{b}"})
+                             "p_value": found["p_value"], "exact": found["exact"], "method": found["method"],
+                             "discordant": found["discordant"], "smallest_p": found["smallest_p"],
+                             "identical": found["identical"], "_pair": f"{a}|{b}"})
     gaps = pd.DataFrame(gap_rows)
-    gaps["p_adjusted"] = adjust(list(gaps["p_value"]), multiplicity)
-    gaps["resolved"] = (gaps["p_adjusted"] < ALPHA) & ~gaps["too_small"]
-    gaps["status"] = np.where(gaps["too_small"], TOO_SMALL, np.where(gaps["resolved"], RESOLVED, UNRESOLVED))
-    mask = gaps.pivot_table(index="_config", columns="_pair", values="resolved", aggfunc="first")
-    mask.index = wide.index
+    undefined = gaps["p_value"].isna()
+    too_small = ~undefined & (gaps["smallest_p"] >= ALPHA)
+    # Tarone: comparisons that could not reach the level whatever their data are not in the family.
+    testable = ~undefined & ~too_small
+    gaps["p_adjusted"] = math.nan
+    gaps.loc[testable, "p_adjusted"] = adjust(list(gaps.loc[testable, "p_value"]), multiplicity)
+    gaps["resolved"] = testable & (gaps["p_adjusted"] < ALPHA)
+    gaps["status"] = np.select([undefined, gaps["identical"], too_small, gaps["resolved"]],
+                               [UNDEFINED, IDENTICAL, TOO_SMALL, RESOLVED], UNRESOLVED)
+    mask = gaps.pivot(index="config", columns="_pair", values="resolved").reindex([_name(c) for c in wide.index])
+    mask.index = wide.index  # aligned by name above, so the configurations' own index can stand
     columns = ["model", *FACTORS, "score"]
     attribution, verdicts = attribution_table(_item_table(results, complete, benchmark))
     return TierStats(table=complete, flips=pairwise_flips(complete[columns], direction=direction, target=target,  # type: ignore[arg-type]
@@ -221,7 +264,7 @@ def _tier(results: GridResults, table: pd.DataFrame, noise: PairedNoise, benchma
                      tau=rank_consistency(complete[columns], direction=direction, target=target),  # type: ignore[arg-type]
                      attribution=attribution, dominated_by=verdicts,
                      gaps=gaps[["config", "pair", "gap", "difference", "half_width", "p_value", "p_adjusted", "exact",
-                                "status", "resolved", "identical"]],
+                                "method", "discordant", "smallest_p", "status", "resolved", "identical"]],
                      factors=factors, borda=borda(complete[columns], direction=direction, target=target),  # type: ignore[arg-type]
                      n_configs_raw=len(raw), duplicates=duplicates)
 

@@ -195,7 +195,7 @@ def verify_cmd(folder: Annotated[Path, typer.Argument(help="A grid run's folder.
 def stats_cmd(
     folder: Annotated[Path, typer.Argument(help="A finished grid run's folder.")],
     out: Annotated[Optional[Path], typer.Option(help="Report folder (default: <run>/report).")] = None,
-    n_resamples: Annotated[int, typer.Option(min=1, max=100_000, help="Bootstrap resamples of each paired difference.")] = 1000,
+    n_resamples: Annotated[int, typer.Option(min=1, max=100_000, help="Bootstrap resamples of each paired difference (and the least random swaps of a Monte Carlo test).")] = 1000,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing report folder.")] = False,
     multiplicity: Annotated[str, typer.Option(help="Multiplicity control over a benchmark's comparisons: holm "
                                                    "(family-wise error) or bh (Benjamini-Hochberg, false discovery rate).")] = "holm",

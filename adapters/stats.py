@@ -17,10 +17,11 @@ cases; :mod:`.analysis` first merges configurations that are the same measuremen
   (the rule for all-tied configurations stated there), and against the modal ordering (its ties
   reported, never broken silently).
 * :func:`borda`: the configurations' rankings aggregated by Borda count, beside the per-config ones.
-* :func:`variance_shares`: a cell-level Type-II ANOVA (statsmodels ``anova_lm(typ=2)``) of the score
-  on model, the factors and model x factor. It has no replication -- its residual is the
-  interactions it leaves out -- so the report attributes variance on item-level outcomes instead
-  (:mod:`.attribution`); this one stays for score tables without item records.
+* :func:`paired_bootstrap` / :func:`paired_difference_ci`: percentile intervals of a paired
+  difference, items resampled together.
+
+Variance attribution lives in :mod:`.attribution` (item level, with replication): a cell-level
+ANOVA has no replication, so its residual would be the interactions it leaves out.
 
 "Better" follows the metric's declared direction (``MetricSpec``): higher, lower, or closer to a
 target (a bias score's 0, CrowS-Pairs' 50).
@@ -203,43 +204,6 @@ def borda(table: pd.DataFrame, *, direction: Literal["higher", "lower", "target"
                         "share": (total / max((wide.shape[1] - 1) * len(wide), 1)).to_numpy()})
     out = out.sort_values(["points", "model"], ascending=[False, True]).reset_index(drop=True)
     out["rank"] = out["points"].rank(method="min", ascending=False).astype(int)
-    return out
-
-
-def variance_shares(table: pd.DataFrame, *, interactions: bool = True,
-                    direction: Literal["higher", "lower", "target"] = "higher",
-                    target: float | None = None) -> pd.DataFrame:
-    """Each term's share of the score's total sum of squares, for one benchmark: Type-II ANOVA on
-    model and the factors that vary (with the model x factor interactions, which are what
-    reorders models), residual last. Target metrics are analysed as distance to the target.
-    ``attrs``: ``dominated_by`` (model, or implementation = factors + model x factor
-    interactions), and ``unattributed`` (1 - the shares' sum: Type-II sums of squares add up to
-    the total only in a balanced grid)."""
-    import statsmodels.formula.api as smf
-    from statsmodels.stats.anova import anova_lm
-
-    if "benchmark" in table and table["benchmark"].nunique() > 1:
-        raise ConfigError("variance shares are per benchmark; the table holds several",
-                          "pass one benchmark's rows (e.g. table[table.benchmark == 'bbq'])")
-    table = table.assign(score=goodness(table["score"], direction, target) if direction == "target" else table["score"])
-    factors = [f for f in _factors(table) if table[f].nunique() > 1]
-    if table["model"].nunique() < 2 and not factors:
-        raise ConfigError("nothing varies in the score table", "give at least two models or two levels of a factor")
-    data = table.assign(**{c: table[c].astype(str) for c in ["model", *factors]})
-    terms = [f"C({c})" for c in ["model", *factors] if data[c].nunique() > 1]
-    if interactions and data["model"].nunique() > 1:
-        terms += [f"C(model):C({f})" for f in factors]
-    fit = smf.ols("score ~ " + " + ".join(terms), data=data).fit()
-    anova = anova_lm(fit, typ=2)
-    total = float(((data["score"] - data["score"].mean()) ** 2).sum())
-    out = pd.DataFrame({"term": [t.replace("C(", "").replace(")", "") for t in anova.index],
-                        "sum_sq": anova["sum_sq"].to_numpy(), "df": anova["df"].to_numpy()})
-    out["share"] = out["sum_sq"] / total if total > 0 else math.nan
-    model_share = float(out.loc[out["term"] == "model", "share"].sum())
-    implementation = float(out.loc[out["term"].isin(factors) | out["term"].str.startswith("model:"), "share"].sum())
-    out.attrs["dominated_by"] = "model" if model_share >= implementation else "implementation"
-    out.attrs["total_sum_sq"] = total
-    out.attrs["unattributed"] = 1.0 - float(out["share"].sum()) if total > 0 else math.nan
     return out
 
 

@@ -63,7 +63,13 @@ def plots(stats: dict[str, BenchmarkStats], folder: Path) -> dict[str, str]:
                             label=None if row["term"] in shown else row["term"])
                     shown.add(row["term"])
                     left += share
-            ax.set_yticks(range(len(bars)), [label for label, _ in bars], fontsize=7)
+            # A negative remainder (an unbalanced design) cannot be drawn as a bar: it is written beside its label.
+            labels = []
+            for label, frame in bars:
+                rest = frame.loc[frame["term"] == "not attributed", "share"]
+                labels.append(label + (f" [not attributed {float(rest.iloc[0]):.3f}]"
+                                       if len(rest) and float(rest.iloc[0]) < -5e-4 else ""))
+            ax.set_yticks(range(len(bars)), labels, fontsize=7)
             ax.set_xlim(0, 1)
             ax.set_xlabel("share of the item-level outcome's total sum of squares (Type-II, items as replicates)")
             ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))

@@ -102,8 +102,10 @@ HEADLINE_COLUMNS = {
                        "the configurations",
     "orderings": "distinct strict orderings reached / k! possible (distinct orderings with ties)",
     "tau_R": "mean Kendall tau-b over all configuration pairs (two all-tied configurations: 1; one: 0)",
-    "dominated by": "model identity or implementation (factors and model x factor), item-level attribution",
-    "detection limit": "median 95% half-width of the paired difference over comparisons whose answers differ",
+    "dominated by": "model identity or implementation (factors and model x factor) in the between-cell variance of "
+                    "the item-level attribution, per scoring path (CrowS-Pairs: of the stereotype rate, not its "
+                    "distance to 50)",
+    "detection limit": "median 95% half-width of the paired difference over comparisons whose outcomes differ",
     "gates": "whether the instrument's stability gates back these numbers",
 }
 
@@ -167,11 +169,14 @@ def _gaps_summary(t: TierStats) -> str:
     counts = t.gaps["status"].value_counts() if len(t.gaps) else pd.Series(dtype=int)
     exact = int(t.gaps["exact"].sum()) if len(t.gaps) else 0
     limit = (f"detection limit {_fmt(t.detection_limit)} (median 95% half-width over the {len(t.noisy)} comparisons "
-             "whose answers differ on some item)" if len(t.noisy) else
-             "no detection limit: every compared pair of cells gave the same answers on every item")
+             "whose outcomes differ on some item)" if len(t.noisy) else
+             "no detection limit: every compared pair of cells has the same outcome on every item")
+    undefined = counts.get("undefined", 0)
     return (f"{len(t.gaps)} comparisons: {counts.get('resolved', 0)} resolved, {counts.get('not resolved', 0)} not "
-            f"resolved, {counts.get('too small to resolve', 0)} too small to resolve ({exact} with exact p-values); "
-            f"{limit}.")
+            f"resolved, {counts.get('too small to resolve', 0)} too small to resolve (no split of their discordant "
+            "items could reach 0.05; left out of the adjustment)" + (f", {undefined} undefined" if undefined else "")
+            + (f", {counts.get('identical outcomes', 0)} with identical outcomes" if counts.get("identical outcomes") else "")
+            + f"; {exact} with exact p-values; {limit}.")
 
 
 def _markdown(results: GridResults, stats: dict[str, BenchmarkStats], scores: pd.DataFrame, plots: dict[str, str],
@@ -221,7 +226,7 @@ def _benchmark_section(name: str, b: BenchmarkStats, t: TierStats) -> list[str]:
              f"modal orderings tied at {tau['modal_configs']} configurations each: {'; '.join(tau['modal'])}")
     out = [f"### {name} ({b.metric}, {better})", ""]
     if t.duplicates:
-        out += [f"{t.n_configs_raw} configurations, {len(t.gaps) and int(tau['n_configs'])} distinct measurements: "
+        out += [f"{t.n_configs_raw} configurations, {int(tau['n_configs'])} distinct measurements: "
                 + "; ".join(f"{d['config']} also stands for {', '.join(d['same_measurement_as'])}" for d in t.duplicates)
                 + ".", ""]
     out += [f"Orderings: {t.orderings.attrs.get('reachable')} of {t.orderings.attrs.get('possible')} strict orderings "
@@ -233,11 +238,13 @@ def _benchmark_section(name: str, b: BenchmarkStats, t: TierStats) -> list[str]:
     if t.borda is not None and len(t.borda):
         out += ["Borda aggregate of the configurations' rankings (points: models beaten, ties half):", "",
                 _md_table(t.borda)]
-    out += [f"Variance attribution on item-level outcomes ({b.item_outcome}); items are replicates, so the residual is "
-            "noise; shares of the total sum of squares, the remainder named. Dominated by: "
-            f"{dominated_text(t.dominated_by)}.", ""]
+    out += [f"Variance attribution on item-level outcomes ({b.item_outcome}). Items are replicates: each term is "
+            "F-tested against the variation within cells (item x configuration interplay, and sampling noise where "
+            "decoding samples). share: of the item-level total, the remainder named; share_between: of the "
+            f"between-cell variation only (the paper's scale). Dominated by: {dominated_text(t.dominated_by)}.", ""]
     if len(t.attribution):
-        out += [_md_table(t.attribution[["analysis", "term", "df", "sum_sq", "share", "n"]])]
+        out += [_md_table(t.attribution[["analysis", "term", "df", "sum_sq", "F", "p", "share_between", "share", "n"]]
+                          .assign(p=lambda f: f["p"].map(_fmt_p)))]
     out += [_gaps_summary(t), ""]
     return out
 

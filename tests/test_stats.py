@@ -15,7 +15,6 @@ from safetyrepro.adapters.stats import (
     paired_difference_ci,
     pairwise_flips,
     rank_consistency,
-    variance_shares,
 )
 
 
@@ -120,56 +119,6 @@ def test_kendall_tau_references() -> None:
     assert taus["modal"] == ["A > B > C", "C > B > A"] and np.isnan(taus["tau_vs_modal"])
 
 
-def _grid(model_effect: dict[str, float], template_effect: dict[str, float],
-          fewshot_effect: dict[int, float]) -> pd.DataFrame:
-    rows = []
-    for (m, em), (t, et), (k, ek) in itertools.product(model_effect.items(), template_effect.items(),
-                                                        fewshot_effect.items()):
-        rows.append({"benchmark": "b", "model": m, "template": t, "fewshot": k, "score": em + et + ek})
-    return pd.DataFrame(rows)
-
-
-def test_anova_shares_of_known_additive_effects() -> None:
-    # Balanced and additive: each main effect's sum of squares is known in closed form and the
-    # interactions and the residual are zero.
-    models, templates, shots = {"A": 0.0, "B": 2.0}, {"x": 0.0, "y": 1.0, "z": 2.0}, {0: 0.0, 3: 0.0}
-    shares = variance_shares(_grid(models, templates, shots)).set_index("term")["share"]
-    n = 2 * 3 * 2
-    ss_model = n * np.var([0.0, 2.0])           # 12 * 1
-    ss_template = n * np.var([0.0, 1.0, 2.0])   # 12 * 2/3
-    total = ss_model + ss_template
-    assert shares["model"] == pytest.approx(ss_model / total)
-    assert shares["template"] == pytest.approx(ss_template / total)
-    assert shares["fewshot"] == pytest.approx(0.0, abs=1e-9)
-    assert shares["model:template"] == pytest.approx(0.0, abs=1e-9)
-    result = variance_shares(_grid(models, templates, shots))
-    assert result.attrs["dominated_by"] == "model"
-    heavy_template = variance_shares(_grid({"A": 0.0, "B": 0.1}, {"x": 0.0, "y": 3.0, "z": 6.0}, shots))
-    assert heavy_template.attrs["dominated_by"] == "implementation"
-
-
-def test_anova_is_per_benchmark_and_reports_what_it_cannot_attribute() -> None:
-    grid = _grid({"A": 0.0, "B": 2.0}, {"x": 0.0, "y": 1.0, "z": 2.0}, {0: 0.0, 3: 0.0})
-    with pytest.raises(ConfigError, match="per benchmark"):
-        variance_shares(pd.concat([grid, grid.assign(benchmark="c")]))
-    assert variance_shares(grid).attrs["unattributed"] == pytest.approx(0.0, abs=1e-9)
-    unbalanced = grid.drop(index=[0])
-    shares = variance_shares(unbalanced)
-    assert shares.attrs["unattributed"] == pytest.approx(1 - shares["share"].sum())
-
-
-def test_anova_sees_an_interaction() -> None:
-    # B is better than A only under template y: a pure model x template interaction term.
-    rows = [{"benchmark": "b", "model": m, "template": t, "fewshot": k,
-             "score": (1.0 if (m, t) == ("B", "y") else 0.0) + (0.0 if (m, t) == ("B", "x") else 0.0)}
-            for m in "AB" for t in "xy" for k in (0, 3)]
-    shares = variance_shares(pd.DataFrame(rows)).set_index("term")["share"]
-    # Cell means A: (0, 0), B: (0, 1): model, template and interaction each explain 1/3.
-    assert shares["model"] == pytest.approx(1 / 3)
-    assert shares["template"] == pytest.approx(1 / 3)
-    assert shares["model:template"] == pytest.approx(1 / 3)
-
-
 def test_paired_difference_ci() -> None:
     a = [1, 1, 1, 1, 0, 1, 1, 1, 1, 1] * 5
     b = [0, 0, 1, 0, 0, 0, 1, 0, 0, 0] * 5
@@ -198,36 +147,82 @@ def test_borda_points_by_hand() -> None:
 
 # ---- paired tests, multiplicity, distinct configurations, attribution with replication ---------------------
 
-def test_randomization_test_is_the_exact_sign_test_on_small_cells() -> None:
+def _mean_difference(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    return first.mean(-1) - second.mean(-1)
+
+
+def test_paired_tests_are_exact_on_small_cells() -> None:
     from scipy.stats import binomtest
 
-    from safetyrepro.adapters.inference import adjust, randomization_test, smallest_p
+    from safetyrepro.adapters.inference import adjust, compare
 
     # 4 items, A right on all and B wrong on all: a 4-0 split, exact p = 2/16 (a bootstrap
-    # interval would have zero width here).
-    a, b = np.array([1, 1, 1, 1.0]), np.array([0, 0, 0, 0.0])
-
-    def diff(x: np.ndarray, y: np.ndarray):  # noqa: ANN202 - the statistic with records swapped
-        return lambda swap: float(np.where(swap, y, x).mean() - np.where(swap, x, y).mean())
-
-    point, p, exact = randomization_test(4, diff(a, b), seed=0)
-    assert (point, p, exact) == (1.0, 0.125, True) and smallest_p(4) == 0.125
-    # Binary outcomes: the exact McNemar (sign) test on the discordant items, whatever the concordant ones.
-    a = np.array([1, 1, 1, 1, 1, 1, 0, 1, 0, 0.0])
-    b = np.array([0, 0, 0, 0, 0, 1, 1, 1, 0, 0.0])
-    _, p, exact = randomization_test(10, diff(a, b), seed=0)
-    assert exact and p == pytest.approx(binomtest(5, 6, 0.5).pvalue)
-    # Beyond 10 items: Monte Carlo, (1 + hits) / (1 + R), never 0.
-    big_a, big_b = np.ones(40), np.zeros(40)
-    _, p, exact = randomization_test(40, diff(big_a, big_b), seed=0, n_resamples=500)
-    assert not exact and p == pytest.approx(1 / 501) and smallest_p(40, 500) == pytest.approx(1 / 501)
-    assert randomization_test(3, diff(np.ones(3), np.ones(3)), seed=0)[1] == 1.0  # identical: p = 1
+    # interval would have zero width here), and no split of 4 items can reach 0.05.
+    found = compare(np.ones(4), np.zeros(4), _mean_difference, seed=0, n_resamples=100, mean_of_binary=True)
+    assert (found["difference"], found["p_value"], found["exact"], found["smallest_p"]) == (1.0, 0.125, True, 0.125)
+    assert found["method"] == "exact sign test (McNemar)"
+    # 0/1 outcomes: the exact McNemar test on the discordant items only, whatever the concordant ones.
+    a = np.array([1, 1, 1, 1, 1, 1, 0, 1, 0, 0.0] * 3)
+    b = np.array([0, 0, 0, 0, 0, 1, 1, 1, 0, 0.0] * 3)
+    found = compare(a, b, _mean_difference, seed=0, n_resamples=100, mean_of_binary=True)
+    assert found["exact"] and found["discordant"] == 18 and found["p_value"] == pytest.approx(binomtest(15, 18).pvalue)
+    # The randomization test on the same data enumerates 2^d patterns only up to 12 discordant
+    # items; on 6 of them it gives the sign test's exact p (the statistic is the same).
+    six_a, six_b = np.array([1, 1, 1, 1, 1, 0, 0, 0.0]), np.array([0, 0, 0, 0, 0, 1, 0, 0.0])
+    general = compare(six_a, six_b, _mean_difference, seed=0, n_resamples=100, mean_of_binary=False)
+    assert general["exact"] and general["p_value"] == pytest.approx(binomtest(5, 6).pvalue)
+    assert general["smallest_p"] == pytest.approx(2 / 64)
+    # Beyond 12 discordant items: Monte Carlo, (1 + hits) / (1 + R), never 0.
+    found = compare(np.ones(40), np.zeros(40), _mean_difference, seed=0, n_resamples=500, mean_of_binary=False)
+    assert not found["exact"] and found["p_value"] == pytest.approx(1 / 501)
+    # Identical outcomes: p = 1, nothing to resolve; an undefined metric: an undefined p.
+    assert compare(np.ones(3), np.ones(3), _mean_difference, seed=0, n_resamples=10, mean_of_binary=True)["p_value"] == 1
+    nan = np.full(3, np.nan)
+    assert np.isnan(compare(nan, nan, _mean_difference, seed=0, n_resamples=10, mean_of_binary=False)["p_value"])
     # Holm by hand: sorted 0.01, 0.02, 0.04 x (3, 2, 1) -> 0.03, 0.04, 0.04; BH: 0.03, 0.03, 0.04.
     assert adjust([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
     assert adjust([0.04, 0.01, 0.02], "bh") == pytest.approx([0.04, 0.03, 0.03])
     assert np.isnan(adjust([float("nan"), 0.01])[0])
     with pytest.raises(ConfigError, match="unknown multiplicity"):
         adjust([0.1], "bonferroni")  # type: ignore[arg-type]
+
+
+def test_monte_carlo_resamples_grow_with_the_family() -> None:
+    """With R = 1000 the smallest Monte Carlo p is 1/1001, and Holm over 96 comparisons needs
+    0.05/96 at its first step: nothing could be resolved. R grows with the family instead."""
+    from safetyrepro.adapters.inference import ALPHA, compare, resamples_for
+
+    assert resamples_for(2, 1000) == 1000 and resamples_for(4, 1000) == 1600 and resamples_for(96, 1000) == 38_400
+    found = compare(np.ones(40), np.zeros(40), _mean_difference, seed=0, n_resamples=resamples_for(96, 1000),
+                    mean_of_binary=False)
+    assert found["p_value"] * 96 < ALPHA
+
+
+def test_score_outcomes_give_every_benchmarks_primary_metric_back(data_dir) -> None:  # noqa: ANN001 - a fixture
+    """The statistics recompute each resample from item outcomes: on real items with random
+    predictions (unparsed ones included) they must equal each benchmark's own primary metric."""
+    from safetyrepro.adapters import build_config, prepare_cell
+    from safetyrepro.adapters.benchmarks.base import score_outcomes
+    from safetyrepro.adapters.records import Outcome
+
+    rng = np.random.default_rng(0)
+    for name in ("truthfulqa", "bbq", "toxigen", "crows_pairs", "xstest"):
+        cell = prepare_cell(build_config({"benchmark": name, "limit": 30}), data_dir=data_dir)
+        bench = cell.benchmark
+        for _ in range(3):
+            outcomes = []
+            for c in cell.items:
+                options = len(c.item.options)
+                prediction = None if rng.random() < 0.15 else int(rng.integers(0, options))
+                outcomes.append(Outcome(item_id=c.item.id, prediction=prediction, prediction_label=None,
+                                        extraction_rule="test", meta=c.item.meta,
+                                        correct=None if c.item.gold is None or prediction is None
+                                        else prediction == c.item.gold))
+            values = np.array([np.nan if (v := bench.item_outcome(o)) is None else v for o in outcomes])
+            labels = [bench.outcome_stratum(o) for o in outcomes]
+            strata = None if all(x is None for x in labels) else np.array(labels)
+            expected = bench.metrics(outcomes, seed=0, n_resamples=0)[bench.primary_metric].value
+            assert float(score_outcomes(values[None], strata)[0]) == pytest.approx(expected, nan_ok=True), name
 
 
 def test_configurations_that_are_one_measurement_count_once() -> None:
@@ -241,11 +236,17 @@ def test_configurations_that_are_one_measurement_count_once() -> None:
             rows.append({"model": model, "template": "minimal", "scoring": scoring, "fewshot": 0, "decoding": decoding,
                          "cell_id": cell, "score": 0.5})
             keys[cell] = f"{model}-{scoring}-" + (decoding if scoring == "regex" else "greedy")
-    kept, duplicates = distinct_configurations(pd.DataFrame(rows), keys)
+    hashes = {cell: f"{cell.split('-', 1)[0]}-{cell.split('-', 1)[1]}" for cell in keys}  # each cell's own hash
+    kept, duplicates = distinct_configurations(pd.DataFrame(rows), keys, hashes)
     assert sorted(set(zip(kept["scoring"], kept["decoding"]))) == [("logprob", "greedy"), ("regex", "T0.7"),
                                                                     ("regex", "greedy")]
     assert duplicates == [{"config": "template=minimal scoring=logprob fewshot=0 decoding=greedy",
                            "same_measurement_as": ["template=minimal scoring=logprob fewshot=0 decoding=T0.7"]}]
+    # The greedy cell *is* the measurement: it stands for it even when T0.7 comes first in the plan.
+    reordered = pd.DataFrame(rows).iloc[[1, 0, 2, 3, 5, 4, 6, 7]]
+    kept, duplicates = distinct_configurations(reordered, keys, hashes)
+    assert ("logprob", "greedy") in set(zip(kept["scoring"], kept["decoding"]))
+    assert duplicates[0]["same_measurement_as"] == ["template=minimal scoring=logprob fewshot=0 decoding=T0.7"]
 
 
 def test_attribution_with_replication_recovers_a_known_decomposition() -> None:
@@ -262,17 +263,33 @@ def test_attribution_with_replication_recovers_a_known_decomposition() -> None:
     out = attribute(pd.DataFrame(rows), ["template", "decoding", "fewshot"]).set_index("term")
     # 16 observations: model SS = 16 x 1^2, template SS = 16 x 0.5^2, item SS = 4 x sum((i - 1.5)^2) = 20,
     # noise SS = 16 x 0.25 = 4, orthogonal to every effect by construction; total = 16 + 4 + 20 + 4.
-    total = 16 + 4 + 20 + 4
+    total, within = 16 + 4 + 20 + 4, "within cells (item x configuration, noise)"
     assert out.loc["model", "share"] == pytest.approx(16 / total)
     assert out.loc["template", "share"] == pytest.approx(4 / total)
     assert out.loc["item", "share"] == pytest.approx(20 / total)
     assert out.loc["model:template", "share"] == pytest.approx(0, abs=1e-9)
-    assert out.loc["residual (noise)", "share"] == pytest.approx(4 / total)
-    assert out.loc["residual (noise)", "df"] == 16 - 1 - 1 - 1 - 1 - 3  # n - intercept - model - template - interaction - items
+    assert out.loc[within, "share"] == pytest.approx(4 / total)
+    assert out.loc[within, "df"] == 16 - 1 - 1 - 1 - 1 - 3  # n - intercept - model - template - interaction - items
     assert out.loc["not attributed", "share"] == pytest.approx(0, abs=1e-9)
+    # Replication buys a test: F = (16 / 1) / (4 / 9) = 36 on (1, 9) degrees of freedom.
+    assert out.loc["model", "F"] == pytest.approx(36.0) and out.loc["model", "p"] == pytest.approx(f_sf(36.0, 1, 9))
+    assert out.loc["model", "share_between"] == pytest.approx(16 / 20) and out.attrs["balanced"]
     assert out.attrs["dominated_by"] == "model"
+    # An item missing from one cell: item dummies instead of centring; still every share named.
+    unbalanced = attribute(pd.DataFrame(rows).drop(index=[0]), ["template", "decoding", "fewshot"])
+    assert not unbalanced.attrs["balanced"] and unbalanced["share"].sum() == pytest.approx(1.0)
+    # The centring shortcut gives the dummies' answer on balanced data.
     table, verdicts = attribution_table(pd.DataFrame(rows))
     assert verdicts == {"four-way, scoring=logprob": "model"} and set(table["analysis"]) == {"four-way, scoring=logprob"}
     flat = pd.DataFrame(rows).assign(outcome=1.0)
     assert attribution_table(flat)[1] == {"four-way, scoring=logprob": "not fitted: every item outcome is the same: "
                                           "there is no variance to attribute"}
+    # Cells that do not differ (only items do): dominated by neither.
+    items_only = pd.DataFrame(rows).assign(outcome=[item[int(r["item_id"][1:])] for r in rows])
+    assert attribute(items_only, ["template"]).attrs["dominated_by"] == "neither (the cells do not differ)"
+
+
+def f_sf(value: float, df1: int, df2: int) -> float:
+    from scipy.stats import f
+
+    return float(f.sf(value, df1, df2))

@@ -82,13 +82,14 @@ def test_flip_counts_match_the_score_table(run: Path) -> None:
         assert sum(o["configs"] for o in tier["orderings"]) == tier["n_configs"] == tier["n_configs_raw"] == 4
         assert tier["possible_orderings"] == 6 and tier["duplicates"] == []
         for gap in tier["gaps"]:  # 4 items: exact tests, and no split of 4 items can reach 0.05
-            assert gap["exact"] and gap["status"] == "too small to resolve" and not gap["resolved"]
-            assert gap["p_value"] >= 0.125 - 1e-12 and gap["p_adjusted"] >= gap["p_value"]
+            assert gap["exact"] and not gap["resolved"] and gap["p_adjusted"] is None  # none is in the family
+            assert gap["status"] == ("identical outcomes" if gap["discordant"] == 0 else "too small to resolve")
+            assert gap["p_value"] >= 0.125 - 1e-12 and gap["identical"] == (gap["discordant"] == 0)
         # Item-level attribution: shares of the item outcomes' total sum of squares, the remainder named.
         for analysis in {r["analysis"] for r in tier["attribution"]}:
             rows_ = [r for r in tier["attribution"] if r["analysis"] == analysis]
             assert sum(r["share"] for r in rows_) == pytest.approx(1.0)
-            assert [r["term"] for r in rows_][-2:] == ["residual (noise)", "not attributed"]
+            assert [r["term"] for r in rows_][-3:] == ["item", "within cells (item x configuration, noise)", "not attributed"]
         # Borda: a model's points are the models it beats plus half its ties, summed over configurations.
         points = {m: 0.0 for m in wide.columns}
         for _, config in wide.iterrows():
@@ -476,3 +477,32 @@ def test_verify_names_library_drift_beside_a_difference(run: Path, tmp_path: Pat
     assert proc.returncode == 1, proc.stdout
     assert "summary.json: requests is 1" in proc.stdout and "(edited, or computed by other library versions: numpy 0.0 " \
            "in the run" in proc.stdout, proc.stdout
+
+
+def test_statistics_count_a_measurement_once_on_a_real_run(tmp_path: Path) -> None:
+    """On the logprob path a direct template computes the same thing under greedy and T=0.7: the
+    two cells are one configuration for every statistic, listed as such, the raw count beside."""
+    grid = {"models": [{"name": "fp32"}, {"name": "bf16", "dtype": "bfloat16"}], "benchmarks": ["toxigen"],
+            "templates": ["minimal"], "scorings": ["logprob"], "fewshots": [0, 3], "decodings": ["greedy", "t0.7"],
+            "limit": 6, "batch_size": 6}
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
+    assert cli("grid", "grid.yaml", "--out", "g", cwd=tmp_path).returncode == 0
+    proc = cli("stats", "g", "--n-resamples", "50", "--multiplicity", "bh", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stats = json.loads((tmp_path / "g" / "report" / "stats.json").read_text())
+    assert stats["multiplicity"] == "bh"
+    tier = stats["benchmarks"]["toxigen"]["tiers"]["grid"]
+    assert (tier["n_configs_raw"], tier["n_configs"]) == (4, 2)
+    assert tier["duplicates"] == [
+        {"config": f"template=minimal scoring=logprob fewshot={k} decoding=greedy",
+         "same_measurement_as": [f"template=minimal scoring=logprob fewshot={k} decoding=t0.7"]} for k in (0, 3)]
+    assert tier["flips"][0]["n_configs"] == 2 and len(tier["gaps"]) == 2
+    assert {g["config"].split()[-1] for g in tier["gaps"]} == {"decoding=greedy"}
+    # 6 items: exact tests, and a 6-0 split could reach 0.05, so none is "too small".
+    assert all(g["exact"] and g["status"] != "too small to resolve" for g in tier["gaps"])
+    # Decoding cannot act here, so it is no factor of the attribution.
+    assert "decoding" not in {r["term"] for r in tier["attribution"]}
+    markdown = (tmp_path / "g" / "report" / "report.md").read_text()
+    assert "4 configurations, 2 distinct measurements" in markdown and "Benjamini-Hochberg" in markdown
+    bad = cli("stats", "g", "--multiplicity", "bonferroni", "--out", "r2", cwd=tmp_path)
+    assert bad.returncode == 2 and "unknown multiplicity control 'bonferroni'" in bad.stderr

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+import numpy as np
+
 from ..datafiles import DataFile, DataSource, ensure_files
 from ..items import Item
 
@@ -117,10 +119,17 @@ class Benchmark(ABC):
     """What :meth:`item_outcome` measures, in one sentence (the statistics report states it)."""
 
     def item_outcome(self, outcome: Outcome) -> float | None:
-        """The per-item quantity the primary metric is built from (None: the item does not count),
-        the response of the variance attribution with items as replicates. Default: correct (1) or
+        """The per-item quantity the primary metric is built from (None: the item does not count,
+        e.g. an unparsed pair where the metric leaves those out). With :meth:`outcome_stratum` it
+        must give the primary metric back through :func:`score_outcomes` -- the statistics check
+        that on every comparison and refuse a benchmark where it does not. Default: correct (1) or
         not (0), whose mean is accuracy."""
-        return float(outcome.prediction is not None and outcome.prediction == outcome.gold)
+        return float(bool(outcome.correct))
+
+    def outcome_stratum(self, outcome: Outcome) -> str | None:
+        """The stratum whose mean the primary metric averages with equal weight (XSTest's safe and
+        unsafe prompts), or None where the metric is the plain mean of the outcomes."""
+        return None
 
     @classmethod
     def all_metric_specs(cls) -> tuple[MetricSpec, ...]:
@@ -182,3 +191,26 @@ class Benchmark(ABC):
     """(regex, label) pairs for prose verdicts; used only when exactly one label's patterns match."""
     refusal_means: ClassVar[str | None] = None
     """Label a recognised refusal phrase counts as (XSTest: ``Refuse``); ``None`` = no such rule."""
+
+
+def score_outcomes(values: np.ndarray, strata: np.ndarray | None = None) -> np.ndarray:
+    """The primary metric from per-item outcomes (:meth:`Benchmark.item_outcome`), over the last
+    axis, vectorised over the leading ones (each row a resampled or swapped set of items): the
+    mean of the outcomes that count (NaN: an item that does not), or with ``strata`` (same shape,
+    or one row) the mean of the strata's means, each stratum weighing the same. NaN where nothing
+    counts. The paired tests and the bootstrap of the statistics compute every resample with it."""
+    values = np.asarray(values, dtype=float)
+    if strata is None:
+        return _nan_mean(values, np.ones(values.shape, dtype=bool))
+    strata = np.broadcast_to(np.asarray(strata), values.shape)
+    means = [_nan_mean(values, strata == s) for s in np.unique(strata)]
+    stacked = np.stack(means)
+    counted = ~np.isnan(stacked)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counted.any(0), np.nansum(stacked, 0) / counted.sum(0), np.nan)
+
+
+def _nan_mean(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    kept = mask & ~np.isnan(values)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(kept.any(-1), np.where(kept, values, 0.0).sum(-1) / kept.sum(-1), np.nan)
