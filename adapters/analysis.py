@@ -152,8 +152,9 @@ class PairedNoise:
             return _goodness(score_outcomes(first, rows), direction, target) - \
                 _goodness(score_outcomes(second, rows), direction, target)
 
+        binary = bool(np.isin(np.concatenate([xa, xb]), (0.0, 1.0)).all())
         found = compare(xa, xb, statistic, seed=self.seed, n_resamples=resamples,
-                        mean_of_binary=strata is None and bool(np.isin(np.concatenate([xa, xb]), (0.0, 1.0)).all()))
+                        mean_of_binary=strata is None and binary and direction != "target")
         by_metrics = _goodness(np.array([primary_score(a, benchmark, self.seed)]), direction, target) - \
             _goodness(np.array([primary_score(b, benchmark, self.seed)]), direction, target)
         if not np.allclose(by_metrics, found["difference"], rtol=0, atol=1e-9, equal_nan=True):
@@ -161,13 +162,24 @@ class PairedNoise:
                               f"back (cells {cell_a} vs {cell_b}: {float(by_metrics[0])} by its metrics, "
                               f"{found['difference']} from the outcomes)",
                               "make score_outcomes(item outcomes) equal the primary metric (see Benchmark.item_outcome)")
-        rng = np.random.default_rng(self.seed)
-        rows = rng.integers(0, len(a), size=(self.n_resamples, len(a)))
+        rows = bootstrap_rows(len(a), strata, np.random.default_rng(self.seed), self.n_resamples)
         draws = statistic(xa[rows], xb[rows], None if strata is None else strata[rows])
         draws = draws[~np.isnan(draws)]
         alpha = (1 - LEVEL) / 2
         low, high = (float(np.quantile(draws, q)) for q in (alpha, 1 - alpha)) if draws.size else (math.nan, math.nan)
         return found | {"low": low, "high": high, "identical": found["discordant"] == 0}
+
+
+def bootstrap_rows(n: int, strata: np.ndarray | None, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """Item indices of each resample: items drawn with replacement, within each stratum where the
+    metric averages strata (as the benchmark's own interval does), so no resample loses a stratum."""
+    if strata is None:
+        return rng.integers(0, n, size=(resamples, n))
+    rows = np.empty((resamples, n), dtype=int)
+    for level in np.unique(strata):
+        members = np.flatnonzero(strata == level)
+        rows[:, members] = members[rng.integers(0, len(members), size=(resamples, len(members)))]
+    return rows
 
 
 def _goodness(values: np.ndarray, direction: str, target: float | None) -> np.ndarray:

@@ -13,7 +13,7 @@ import pandas as pd
 from . import _registry
 from .grid import CONFIG_KEYS
 from .records import ItemRecord
-from .stats import goodness
+from .stats import DECIMALS, goodness
 
 __all__ = ["agreement", "config_name", "config_of", "finite_or_none", "goodness_of", "item_score", "median",
            "ordering", "primary_score", "spearman", "verdict"]
@@ -92,7 +92,7 @@ def ordering(scores: dict[str, float]) -> tuple[tuple[str, ...], ...]:
     """Models best first, tied models grouped (the tolerance of the statistics)."""
     groups: dict[float, list[str]] = {}
     for model, value in scores.items():
-        groups.setdefault(round(value, 9), []).append(model)
+        groups.setdefault(round(value, DECIMALS), []).append(model)
     return tuple(tuple(sorted(groups[v])) for v in sorted(groups, reverse=True))
 
 

@@ -40,8 +40,10 @@ import pandas as pd
 from .errors import ConfigError
 
 FACTORS = ("template", "scoring", "fewshot", "decoding")
-TIE = 1e-9
-"""Differences this small are ties (exact float equality would make 0.3 - 0.2 and 0.2 - 0.1 differ)."""
+DECIMALS = 9
+"""Scores are compared at 9 decimals, in every table alike (flips, orderings, tau, Borda): exact
+float equality would make 0.3 - 0.2 and 0.2 - 0.1 differ, and one rule keeps a near-tie a tie in
+all of them."""
 
 
 def goodness(scores: pd.Series, direction: Literal["higher", "lower", "target"], target: float | None = None) -> pd.Series:
@@ -85,8 +87,8 @@ def pairwise_flips(table: pd.DataFrame, *, direction: Literal["higher", "lower",
     better = wide.apply(lambda column: goodness(column, direction, target))
     rows = []
     for a, b in itertools.combinations(sorted(wide.columns), 2):
-        diff = better[a] - better[b]
-        diff = diff.where(diff.abs() > TIE, 0.0)
+        diff = better[a].round(DECIMALS) - better[b].round(DECIMALS)
+        diff = diff.where(diff.abs() > 0.5 * 10 ** -DECIMALS, 0.0)  # equal at 9 decimals: a tie
         n_plus, n_minus = int((diff > 0).sum()), int((diff < 0).sum())
         row = {"model_a": a, "model_b": b, "n_configs": len(diff), "n_plus": n_plus, "n_minus": n_minus,
                "ties": len(diff) - n_plus - n_minus,
@@ -128,7 +130,7 @@ configurations, besides no reversal anywhere."""
 def _ordering(row: pd.Series) -> str:
     """Models best first, ``a=b`` for a tie (within the tie tolerance)."""
     groups = []
-    row = row.round(9)
+    row = row.round(DECIMALS)
     for _, models in itertools.groupby(sorted(row.items(), key=lambda kv: (-kv[1], kv[0])), key=lambda kv: kv[1]):
         groups.append("=".join(m for m, _ in models))
     return " > ".join(groups)
@@ -166,7 +168,7 @@ def rank_consistency(table: pd.DataFrame, *, direction: Literal["higher", "lower
 
     wide = complete_configs(table)
     better = wide.apply(lambda column: goodness(column, direction, target))
-    vectors = [row.round(9).to_numpy() for _, row in better.iterrows()]
+    vectors = [row.round(DECIMALS).to_numpy() for _, row in better.iterrows()]
     names = [_ordering(row) for _, row in better.iterrows()]
     flat = [len(set(v)) == 1 for v in vectors]
 
@@ -197,7 +199,7 @@ def borda(table: pd.DataFrame, *, direction: Literal["higher", "lower", "target"
     points summed over configurations rank the models (best first). ``share`` is the points over
     the most a model could get, (k - 1) x configurations."""
     wide = complete_configs(table)
-    better = wide.apply(lambda column: goodness(column, direction, target)).round(9)
+    better = wide.apply(lambda column: goodness(column, direction, target)).round(DECIMALS)
     points = better.rank(axis=1, method="average") - 1  # models beaten + half the ties
     total = points.sum(axis=0)
     out = pd.DataFrame({"model": total.index, "points": total.to_numpy(),

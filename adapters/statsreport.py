@@ -185,10 +185,14 @@ def _markdown(results: GridResults, stats: dict[str, BenchmarkStats], scores: pd
     out = ["# Rank-instability report", "",
            f"Run `{results.folder}`, plan `{header['plan_sha256'][:16]}`, manifest `{header['manifest_sha256'][:16]}`; "
            f"{len(results.cells)} cells, models {', '.join(m.name for m in results.prepared.grid.models)}. "
-           f"Each comparison (two models, one configuration, the same items) is a paired randomization test of the "
-           f"primary metric's difference (exact up to 10 items, else {header['n_resamples']} random swaps; seed "
-           f"{header['seed']}), adjusted over each benchmark and tier's comparisons by {control}; resolved means "
-           f"adjusted p < {header['alpha']}. The noise half-width is the paired bootstrap's.", "",
+           "Each comparison (two models, one configuration, the same items) is a paired test of the primary "
+           "metric's difference on the items' outcomes: the exact McNemar sign test where the metric is a plain "
+           "mean of 0/1 outcomes (accuracy), else a randomization test, exact up to 12 discordant items and beyond "
+           f"that Monte Carlo with at least {header['n_resamples']} swaps, more for large families (20 x "
+           f"comparisons / 0.05; seed {header['seed']}). Comparisons that could not reach {header['alpha']} whatever "
+           f"their data are 'too small to resolve' and left out of the adjustment; the others are adjusted over each "
+           f"benchmark and tier by {control}; resolved means adjusted p < {header['alpha']}. The noise half-width is "
+           "the paired bootstrap's (within strata where the metric averages them).", "",
            "Proposition 1 is a necessary condition: a strict order of A and B is identifiable on a configuration set "
            "only if N+ = 0 or N- = 0. rho_flip = min(N+, N-) / |C|. Cells that compute the same thing (a direct "
            "template on the logprob path under every decoding) are one configuration.", "",

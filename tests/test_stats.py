@@ -175,6 +175,12 @@ def test_paired_tests_are_exact_on_small_cells() -> None:
     # Beyond 12 discordant items: Monte Carlo, (1 + hits) / (1 + R), never 0.
     found = compare(np.ones(40), np.zeros(40), _mean_difference, seed=0, n_resamples=500, mean_of_binary=False)
     assert not found["exact"] and found["p_value"] == pytest.approx(1 / 501)
+    # Monte Carlo where no arrangement moves the difference (rates mirrored around a target of 50):
+    # nothing can be resolved, and the smallest p says so.
+    mirrored = compare(np.array([100.0, 0.0] * 10), np.array([0.0, 100.0] * 10),
+                       lambda x, y: -np.abs(x.mean(-1) - 50) + np.abs(y.mean(-1) - 50), seed=0, n_resamples=200,
+                       mean_of_binary=False)
+    assert not mirrored["exact"] and mirrored["smallest_p"] == 1.0 and mirrored["p_value"] == 1.0
     # Identical outcomes: p = 1, nothing to resolve; an undefined metric: an undefined p.
     assert compare(np.ones(3), np.ones(3), _mean_difference, seed=0, n_resamples=10, mean_of_binary=True)["p_value"] == 1
     nan = np.full(3, np.nan)
@@ -196,6 +202,17 @@ def test_monte_carlo_resamples_grow_with_the_family() -> None:
     found = compare(np.ones(40), np.zeros(40), _mean_difference, seed=0, n_resamples=resamples_for(96, 1000),
                     mean_of_binary=False)
     assert found["p_value"] * 96 < ALPHA
+
+
+def test_the_bootstrap_keeps_every_stratum() -> None:
+    """XSTest's balanced rate averages the safe and unsafe prompts' rates: a resample without one
+    of them would score the other alone, so items are drawn within each stratum."""
+    from safetyrepro.adapters.analysis import bootstrap_rows
+
+    strata = np.array(["safe"] * 4 + ["unsafe"])
+    rows = bootstrap_rows(5, strata, np.random.default_rng(0), 500)
+    assert (rows[:, 4] == 4).all() and set(np.unique(rows[:, :4])) == {0, 1, 2, 3}
+    assert bootstrap_rows(5, None, np.random.default_rng(0), 3).shape == (3, 5)
 
 
 def test_score_outcomes_give_every_benchmarks_primary_metric_back(data_dir) -> None:  # noqa: ANN001 - a fixture

@@ -202,8 +202,9 @@ def score_outcomes(values: np.ndarray, strata: np.ndarray | None = None) -> np.n
     values = np.asarray(values, dtype=float)
     if strata is None:
         return _nan_mean(values, np.ones(values.shape, dtype=bool))
+    levels = np.unique(np.asarray(strata))  # before broadcasting: the rows repeat the same labels
     strata = np.broadcast_to(np.asarray(strata), values.shape)
-    means = [_nan_mean(values, strata == s) for s in np.unique(strata)]
+    means = [_nan_mean(values, strata == s) for s in levels]
     stacked = np.stack(means)
     counted = ~np.isnan(stacked)
     with np.errstate(invalid="ignore", divide="ignore"):
