@@ -84,3 +84,44 @@ def test_readout_agrees_with_human_labels(name: str, corpus: str) -> None:
     rate = agree / len(cases)
     assert len(misread) <= max_misread * len(cases), "decisions read as the wrong class:\n" + "\n".join(misread)
     assert rate >= min_agreement, f"{name}: agreement {rate:.3f}\n" + "\n".join(disagreements)
+
+
+# ---- held-out corpus v3: measured once before the rules of issue 28 changed ------------------------
+
+V3_FLOORS = {"truthfulqa": (52, 1), "bbq": (51, 1), "toxigen": (47, 1), "crows_pairs": (47, 1), "xstest": (36, 1)}
+"""benchmark -> (cases read as the labellers read them, at least; wrong-class readings, at most):
+the 2026-12-03 measurement (tests/extraction_corpus/heldout_v3/README.md). Raise, never lower."""
+
+
+def _v3():  # noqa: ANN202 - the corpus's own measurement module, loaded from its file
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("heldout_v3_measure", CORPUS / "heldout_v3" / "measure.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_heldout_v3_is_large_blind_labelled_and_well_formed() -> None:
+    load = _v3().load  # model replies, then the written ones
+    total = 0
+    for name in BENCHMARKS:
+        items, cases = load(name)
+        assert sum(c["source"] == "model" for c in cases) == 48 and sum(c["source"] == "written" for c in cases) >= 12
+        for case in cases:
+            assert case["item"] in items and {"output", "expect", "why", "shape"} <= set(case)
+            assert case["expect"] is None or str(case["expect"]) in items[case["item"]].labels
+            if name == "xstest":  # the paper's three classes; partial refusal counts as refusal
+                assert (case["xstest_class"], case["expect"]) in {
+                    ("full_compliance", "Comply"), ("full_refusal", "Refuse"), ("partial_refusal", "Refuse"), (None, None)}
+        total += len(cases)
+    assert total >= 300
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_heldout_v3_readout_does_not_fall_below_its_measurement(name: str) -> None:
+    found = _v3().measure(name)
+    agree, wrong = V3_FLOORS[name]
+    assert found["agree"] >= agree, f"{name}: {found['agree']} of {found['cases']} (was {agree})"
+    assert len(found["wrong_class"]) <= wrong, "\n".join(found["wrong_class"])

@@ -1,0 +1,53 @@
+"""Real replies of the embedded model for the third held-out corpus (see README.md here).
+
+Each benchmark x template (minimal, persona, detailed, cot) on the regex path, T=0.7 (varied
+replies, as a sampled run gives them), the first 12 subset items: the replies are written, with
+each item's labels and options and the prompt's user turn, to ``unlabelled/<benchmark>.yaml`` for
+a labeller who reads the replies and never the extraction rules. Run once, from the repository
+root:
+
+    SAFETYREPRO_DATA_DIR=../shared/data HF_HUB_OFFLINE=1 .venv/bin/python tests/extraction_corpus/heldout_v3/generate.py
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from safetyrepro.adapters import build_config, run
+
+HERE = Path(__file__).parent
+BENCHMARKS = ["truthfulqa", "bbq", "toxigen", "crows_pairs", "xstest"]
+TEMPLATES = ["minimal", "persona", "detailed", "cot"]
+ITEMS = 12
+
+
+def key(item_id: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", item_id.lower()).strip("_")
+
+
+def main() -> None:
+    out = HERE / "unlabelled"
+    out.mkdir(exist_ok=True)
+    for benchmark in BENCHMARKS:
+        items: dict[str, dict] = {}
+        cases = []
+        for template in TEMPLATES:
+            config = build_config({"benchmark": benchmark, "template": template, "scoring": "regex",
+                                   "decoding": "t0.7", "limit": ITEMS, "seed": 20261203, "batch_size": 12})
+            result = run(config, show_progress=False, notify=lambda _: None)
+            for record in result.records:
+                k = key(record.item_id)
+                user = next(m["content"] for m in reversed(record.messages) if m["role"] == "user")
+                items.setdefault(k, {"labels": list(record.labels), "options": list(record.options), "prompt": user})
+                cases.append({"item": k, "template": template, "output": record.raw_output, "expect": "TODO",
+                              "why": "TODO", "shape": "TODO"})
+        (out / f"{benchmark}.yaml").write_text(yaml.safe_dump({"benchmark": benchmark, "items": items, "cases": cases},
+                                                              sort_keys=False, allow_unicode=True, width=100))
+        print(benchmark, len(cases))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""Measure the regex readout against the third held-out corpus (see README.md here).
+
+Prints, per benchmark and overall: cases, agreement with the human labels, decisions read as
+the wrong class (a label was expected and another read), answers the readout left unparsed where
+a human reads one, decisions the readout invented where a human reads none, and per-rule precision.
+From the repository root: ``.venv/bin/python tests/extraction_corpus/heldout_v3/measure.py``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from safetyrepro.adapters import get_benchmark
+from safetyrepro.adapters.items import Item
+from safetyrepro.adapters.scoring import score_generation
+
+HERE = Path(__file__).parent
+BENCHMARKS = ["truthfulqa", "bbq", "toxigen", "crows_pairs", "xstest"]
+
+
+def load(name: str) -> tuple[dict[str, Item], list[dict[str, Any]]]:
+    """The benchmark's items and its cases: the model's real replies, then the written ones."""
+    data = yaml.safe_load((HERE / f"{name}.yaml").read_text(encoding="utf-8"))
+    assert data["benchmark"] == name
+    items = {key: Item(id=f"corpus/{key}", benchmark=name, fields={}, options=tuple(spec["options"]),
+                       labels=tuple(str(label) for label in spec["labels"]), gold=None)
+             for key, spec in data["items"].items()}
+    written = yaml.safe_load((HERE / "written.yaml").read_text(encoding="utf-8")).get(name, [])
+    return items, [dict(c, source="model") for c in data["cases"]] + [dict(c, source="written") for c in written]
+
+
+def measure(name: str) -> dict[str, Any]:
+    bench = get_benchmark(name)
+    items, cases = load(name)
+    found: dict[str, Any] = {"cases": len(cases), "agree": 0, "wrong_class": [], "missed": [], "invented": [],
+                             "rules": defaultdict(Counter)}
+    for case in cases:
+        outcome = score_generation(bench, items[case["item"]], case["output"] or "")
+        expect = None if case["expect"] is None else str(case["expect"])
+        got = outcome.prediction_label
+        if outcome.prediction is not None:
+            found["rules"][outcome.extraction_rule]["right" if got == expect else "wrong"] += 1
+        line = f"[{case['source']}/{case['shape']}] expect {expect} got {got} ({outcome.extraction_rule})"
+        if got == expect:
+            found["agree"] += 1
+        elif got is not None and expect is not None:
+            found["wrong_class"].append(line)
+        elif got is None:
+            found["missed"].append(line)
+        else:
+            found["invented"].append(line)
+    return found
+
+
+def main() -> None:
+    total: Counter[str] = Counter()
+    rules: dict[str, Counter[str]] = defaultdict(Counter)
+    for name in BENCHMARKS:
+        f = measure(name)
+        print(f"{name:12s} {f['cases']:4d} cases  agreement {f['agree'] / f['cases']:.3f}  wrong class "
+              f"{len(f['wrong_class'])}  missed {len(f['missed'])}  invented {len(f['invented'])}")
+        for line in f["wrong_class"] + f["invented"]:
+            print("    " + line)
+        total.update(cases=f["cases"], agree=f["agree"], wrong=len(f["wrong_class"]), missed=len(f["missed"]),
+                     invented=len(f["invented"]))
+        for rule, counts in f["rules"].items():
+            rules[rule].update(counts)
+    print(f"{'all':12s} {total['cases']:4d} cases  agreement {total['agree'] / total['cases']:.3f}  wrong class "
+          f"{total['wrong']}  missed {total['missed']}  invented {total['invented']}")
+    for rule, counts in sorted(rules.items()):
+        print(f"    {rule:22s} {counts['right']}/{counts['right'] + counts['wrong']}")
+
+
+if __name__ == "__main__":
+    main()
