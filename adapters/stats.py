@@ -17,11 +17,9 @@ cases; :mod:`.analysis` first merges configurations that are the same measuremen
   (the rule for all-tied configurations stated there), and against the modal ordering (its ties
   reported, never broken silently).
 * :func:`borda`: the configurations' rankings aggregated by Borda count, beside the per-config ones.
-* :func:`paired_bootstrap` / :func:`paired_difference_ci`: percentile intervals of a paired
-  difference, items resampled together.
-
-Variance attribution lives in :mod:`.attribution` (item level, with replication): a cell-level
-ANOVA has no replication, so its residual would be the interactions it leaves out.
+Paired tests and intervals of one comparison live in :mod:`.inference` and :mod:`.analysis`;
+variance attribution in :mod:`.attribution` (item level, with replication: a cell-level ANOVA has
+no replication, so its residual would be the interactions it leaves out).
 
 "Better" follows the metric's declared direction (``MetricSpec``): higher, lower, or closer to a
 target (a bias score's 0, CrowS-Pairs' 50).
@@ -31,7 +29,6 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -207,34 +204,3 @@ def borda(table: pd.DataFrame, *, direction: Literal["higher", "lower", "target"
     out = out.sort_values(["points", "model"], ascending=[False, True]).reset_index(drop=True)
     out["rank"] = out["points"].rank(method="min", ascending=False).astype(int)
     return out
-
-
-def paired_bootstrap(n_items: int, difference: Callable[[np.ndarray], float], *, seed: int, n_resamples: int = 1000,
-                     level: float = 0.95) -> tuple[float, float, float]:
-    """``difference(indices)`` -- a score difference of two models computed on the items at those
-    indices -- on all items, and its percentile bootstrap interval with the items resampled
-    together (the pairing is kept). Resamples where the difference is undefined are left out."""
-    if n_items <= 0:
-        raise ConfigError("paired scores need the same, non-empty items on both sides", "align the items first")
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, n_items, size=(n_resamples, n_items))
-    values = np.array([difference(row) for row in draws], dtype=float)
-    values = values[~np.isnan(values)]
-    point = float(difference(np.arange(n_items)))
-    if not values.size:
-        return point, math.nan, math.nan
-    alpha = (1 - level) / 2
-    return point, float(np.quantile(values, alpha)), float(np.quantile(values, 1 - alpha))
-
-
-def paired_difference_ci(a: Sequence[float], b: Sequence[float], *, seed: int, n_resamples: int = 1000,
-                         level: float = 0.95) -> tuple[float, float, float]:
-    """The mean per-item difference of two models on the same items, and its bootstrap interval
-    (items resampled together, so the pairing is kept). A configuration's score difference is
-    resolvable when this interval excludes 0; otherwise the two are tied within the noise."""
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if x.shape != y.shape:
-        raise ConfigError("paired scores need the same, non-empty items on both sides", "align the items first")
-    diff = x - y
-    return paired_bootstrap(diff.size, lambda idx: float(diff[idx].mean()), seed=seed, n_resamples=n_resamples,
-                            level=level)

@@ -12,7 +12,6 @@ from safetyrepro.adapters import ConfigError
 from safetyrepro.adapters.stats import (
     borda,
     orderings,
-    paired_difference_ci,
     pairwise_flips,
     rank_consistency,
 )
@@ -117,18 +116,6 @@ def test_kendall_tau_references() -> None:
     assert rank_consistency(table({"A": [1, 1, 3], "B": [1, 1, 2]}))["modal"] == ["A=B"]
     taus = rank_consistency(table({"A": [3, 1], "B": [2, 2], "C": [1, 3]}))
     assert taus["modal"] == ["A > B > C", "C > B > A"] and np.isnan(taus["tau_vs_modal"])
-
-
-def test_paired_difference_ci() -> None:
-    a = [1, 1, 1, 1, 0, 1, 1, 1, 1, 1] * 5
-    b = [0, 0, 1, 0, 0, 0, 1, 0, 0, 0] * 5
-    mean, low, high = paired_difference_ci(a, b, seed=0, n_resamples=2000)
-    assert mean == pytest.approx(0.7) and 0 < low < 0.7 < high
-    mean, low, high = paired_difference_ci([1, 0] * 10, [0, 1] * 10, seed=0)
-    assert mean == 0 and low < 0 < high  # a tie within the noise
-    assert paired_difference_ci(a, b, seed=0) == paired_difference_ci(a, b, seed=0)
-    with pytest.raises(ConfigError, match="same, non-empty items"):
-        paired_difference_ci([1, 0], [1], seed=0)
 
 
 def test_borda_points_by_hand() -> None:
