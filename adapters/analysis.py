@@ -6,8 +6,8 @@ benchmark's primary metric (its declared direction, e.g. CrowS-Pairs' target 50)
 
 * *distinct configurations*: cells that share a ``compute_key`` (on the logprob path a direct
   template computes the same thing under every decoding) are one measurement, counted once; the
-  first in plan order stands for it and its other levels are listed (``duplicates``), beside
-  the raw count. Complete cases only: a configuration counts when every model has a cell there;
+  configuration whose cells are that computation (greedy) stands for it and the others are listed
+  (``duplicates``), beside the raw count. Complete cases only: a configuration counts when every model has a cell there;
 * every comparison (configuration x model pair) tested on its items' outcomes (:mod:`.inference`):
   the exact sign test (McNemar) for 0/1 outcomes averaged plainly, else a paired randomization
   test (exact up to 12 discordant items, else Monte Carlo with enough swaps for the family);
@@ -51,7 +51,7 @@ from .gridresults import GridResults
 from .benchmarks.base import score_outcomes
 from .inference import ALPHA, adjust, compare, resamples_for
 from .instrument import primary_score
-from .stats import FACTORS, borda, complete_configs, orderings, pairwise_flips, rank_consistency
+from .stats import FACTORS, borda, complete_configs, goodness, orderings, pairwise_flips, rank_consistency
 
 STATS_FORMAT = "safetyrepro-stats/2"
 LEVEL = 0.95
@@ -149,14 +149,14 @@ class PairedNoise:
         strata = None if all(x is None for x in labels) else np.array([str(x) for x in labels])
 
         def statistic(first: np.ndarray, second: np.ndarray, rows: np.ndarray | None = strata) -> np.ndarray:
-            return _goodness(score_outcomes(first, rows), direction, target) - \
-                _goodness(score_outcomes(second, rows), direction, target)
+            return goodness(score_outcomes(first, rows), direction, target) - \
+                goodness(score_outcomes(second, rows), direction, target)
 
         binary = bool(np.isin(np.concatenate([xa, xb]), (0.0, 1.0)).all())
         found = compare(xa, xb, statistic, seed=self.seed, n_resamples=resamples,
                         mean_of_binary=strata is None and binary and direction != "target")
-        by_metrics = _goodness(np.array([primary_score(a, benchmark, self.seed)]), direction, target) - \
-            _goodness(np.array([primary_score(b, benchmark, self.seed)]), direction, target)
+        by_metrics = goodness(np.array([primary_score(a, benchmark, self.seed)]), direction, target) - \
+            goodness(np.array([primary_score(b, benchmark, self.seed)]), direction, target)
         if not np.allclose(by_metrics, found["difference"], rtol=0, atol=1e-9, equal_nan=True):
             raise ConfigError(f"benchmark {benchmark}'s item_outcome and outcome_stratum do not give its primary metric "
                               f"back (cells {cell_a} vs {cell_b}: {float(by_metrics[0])} by its metrics, "
@@ -180,12 +180,6 @@ def bootstrap_rows(n: int, strata: np.ndarray | None, rng: np.random.Generator, 
         members = np.flatnonzero(strata == level)
         rows[:, members] = members[rng.integers(0, len(members), size=(resamples, len(members)))]
     return rows
-
-
-def _goodness(values: np.ndarray, direction: str, target: float | None) -> np.ndarray:
-    """:func:`.stats.goodness` on arrays: larger is better."""
-    values = np.asarray(values, dtype=float)
-    return values if direction == "higher" else -values if direction == "lower" else -np.abs(values - (target or 0.0))
 
 
 class _NothingToCompare(Exception):

@@ -11,15 +11,19 @@ from typing import Any
 from .config import ModelSpec
 from .errors import ConfigError
 
-__all__ = ["identity", "identity_of", "library_versions", "weights_sha256"]
+__all__ = ["analysis_versions", "identity", "identity_of", "library_versions", "weights_sha256"]
 
 
 def library_versions() -> dict[str, str]:
     """The versions of the libraries a response's bytes depend on (``not installed`` where absent)."""
+    return _versions(("safetyrepro", "torch", "transformers", "tokenizers", "bitsandbytes"))
+
+
+def _versions(names: tuple[str, ...]) -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
-    for name in ("safetyrepro", "torch", "transformers", "tokenizers", "bitsandbytes"):
+    for name in names:
         try:
             out[name] = version(name)
         except PackageNotFoundError:
@@ -35,15 +39,8 @@ manifest, so ``verify`` elsewhere can tell a library's different last digit from
 def analysis_versions() -> dict[str, str]:
     """The versions of :data:`ANALYSIS_LIBRARIES` here, and Python's."""
     import platform
-    from importlib.metadata import PackageNotFoundError, version
 
-    out = {"python": platform.python_version()}
-    for name in ANALYSIS_LIBRARIES:
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "not installed"
-    return out
+    return {"python": platform.python_version(), **_versions(ANALYSIS_LIBRARIES)}
 
 
 def weights_sha256(folder: str) -> str:

@@ -43,15 +43,15 @@ float equality would make 0.3 - 0.2 and 0.2 - 0.1 differ, and one rule keeps a n
 all of them."""
 
 
-def goodness(scores: pd.Series, direction: Literal["higher", "lower", "target"], target: float | None = None) -> pd.Series:
-    """Scores turned so that larger is better."""
+def goodness(scores: Any, direction: Literal["higher", "lower", "target"], target: float | None = None) -> Any:
+    """Scores (a Series or an array of any shape) turned so that larger is better."""
     if direction == "higher":
         return scores.astype(float)
     if direction == "lower":
         return -scores.astype(float)
     if target is None:
         raise ConfigError("a target metric needs its target value", "pass target= from the MetricSpec")
-    return -(scores.astype(float) - target).abs()
+    return -np.abs(scores.astype(float) - target)
 
 
 def _factors(table: pd.DataFrame) -> list[str]:

@@ -31,21 +31,21 @@ from safetyrepro.adapters import (
 from safetyrepro.adapters.shapes import harness_shape, shape_responses
 
 def _cell(benchmark: str, template: str, scoring: str, data_dir: str | None) -> Cell:
+    return _asked(benchmark, template, scoring, data_dir)[0]
+
+
+def _asked(benchmark: str, template: str, scoring: str, data_dir: str | None) -> tuple[Cell, str]:
     return _prepared(benchmark, template, scoring, data_dir or os.environ.get("SAFETYREPRO_DATA_DIR"))
 
 
 @functools.cache
-def _prepared(benchmark: str, template: str, scoring: str, data_dir: str | None) -> Cell:
-    """One prepared cell per (benchmark, template, scoring, data folder) in the process; the
-    scoring path must be one lm-eval can ask (one clear error otherwise)."""
+def _prepared(benchmark: str, template: str, scoring: str, data_dir: str | None) -> tuple[Cell, str]:
+    """One prepared cell per (benchmark, template, scoring, data folder) in the process, and the
+    shape its scoring path asks: one lm-eval can ask (checked over every item once, here; one
+    clear error otherwise)."""
     cell = prepare_cell(build_config({"benchmark": benchmark, "template": template, "scoring": scoring}),
                         data_dir=data_dir)
-    _SHAPES[id(cell)] = harness_shape(cell, "lm-eval")  # checked over every item once, here
-    return cell
-
-
-_SHAPES: dict[int, str] = {}
-"""The shape each cached cell asks (keyed by the cached cell, which lives as long as the process)."""
+    return cell, harness_shape(cell, "lm-eval")
 
 
 @functools.cache
@@ -53,7 +53,7 @@ def _datasets(benchmark: str, template: str, scoring: str, data_dir: str | None,
     """The task's documents; keyed by the environment's data folder too, which a None data_dir means."""
     import datasets
 
-    cell = _prepared(benchmark, template, scoring, data_dir or env_data_dir)
+    cell, _ = _prepared(benchmark, template, scoring, data_dir or env_data_dir)
     # lm-eval needs some target index even where no option is correct (CrowS-Pairs): 0.
     test = [_doc(cell, c.item.id, c.user_turn, list(c.answer_strings),
                  c.item.gold if c.item.gold is not None else 0, data_dir) for c in cell.items]
@@ -94,8 +94,7 @@ def load_docs(benchmark: str | None = None, template: str | None = None, scoring
 
 def _read(doc: dict[str, Any], generation: str | None, scored: list[Any]) -> Outcome:
     """The document's decision by its scorer, from lm-eval's answers in the scorer's request order."""
-    cell = _cell(doc["benchmark"], doc["template"], doc["scoring"], doc["data_dir"] or None)
-    shape = _SHAPES[id(cell)]
+    cell, shape = _asked(doc["benchmark"], doc["template"], doc["scoring"], doc["data_dir"] or None)
     return get_scorer(doc["scoring"]).read(cell, cell.item(doc["item_id"]), shape_responses(shape, generation, scored))
 
 
