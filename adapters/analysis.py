@@ -25,7 +25,7 @@ Result format (``stats.json``, stable, ``safetyrepro-stats/2``): ``{"format", "p
 "manifest_sha256", "n_resamples", "seed", "alpha", "multiplicity", "gates": {...}
 (:func:`gates_summary`), "benchmarks": {benchmark: {"metric", "direction", "target",
 "item_outcome", "tiers": {tier: {"n_configs", "n_configs_raw", "duplicates": [{"config",
-"same_measurement_as"}], "models", "factors", "flips": [row], "orderings": [row],
+"same_measurement_as"}], "unscored": [{"cell_id", "model", "config", "reason"}], "models", "factors", "flips": [row], "orderings": [row],
 "possible_orderings", "reachable_orderings", "distinct_orderings", "tau": {...}, "borda": [row],
 "attribution": [row], "dominated_by": {analysis: verdict}, "detection_limit", "noisy_comparisons",
 "gaps": [{"config", "pair", "gap", "difference", "half_width", "p_value", "p_adjusted", "exact",
@@ -89,6 +89,9 @@ class TierStats:
     """Configurations before duplicates were merged (complete cases)."""
     duplicates: list[dict[str, Any]] = field(default_factory=list)
     """Configurations that are the same measurement as a kept one."""
+    unscored: list[dict[str, Any]] = field(default_factory=list)
+    """Cells left out because their primary metric is undefined (e.g. no answer could be read),
+    with the reason their summary gives."""
 
     @property
     def noisy(self) -> pd.DataFrame:
@@ -227,6 +230,9 @@ def _item_table(results: GridResults, table: pd.DataFrame, benchmark: str) -> pd
 def _tier(results: GridResults, table: pd.DataFrame, noise: PairedNoise, benchmark: str, direction: str,
           target: float | None, multiplicity: Literal["holm", "bh"]) -> TierStats:
     scored = table.dropna(subset=["score"])
+    unscored = [{"cell_id": row.cell_id, "model": row.model, "config": _name(tuple(getattr(row, f) for f in FACTORS)),
+                 "reason": _undefined_reason(results, row.cell_id)}
+                for row in table[table["score"].isna()].itertuples(index=False)]
     raw = complete_configs(scored[["model", *FACTORS, "score"]])
     distinct, duplicates = distinct_configurations(scored, {c["cell_id"]: c["compute_key"] for c in results.cells},
                                                    {c["cell_id"]: c["config_sha256"] for c in results.cells})
@@ -272,7 +278,16 @@ def _tier(results: GridResults, table: pd.DataFrame, noise: PairedNoise, benchma
                      gaps=gaps[["config", "pair", "gap", "difference", "half_width", "p_value", "p_adjusted", "exact",
                                 "method", "discordant", "smallest_p", "status", "resolved", "identical"]],
                      factors=factors, borda=borda(complete[columns], direction=direction, target=target),  # type: ignore[arg-type]
-                     n_configs_raw=len(raw), duplicates=duplicates)
+                     n_configs_raw=len(raw), duplicates=duplicates, unscored=unscored)
+
+
+def _undefined_reason(results: GridResults, cell_id: str) -> str:
+    """Why a cell's primary metric is undefined: nothing parsed, or no item in its condition."""
+    records = results.records(cell_id)
+    unparsed = sum(not r.parsed for r in records)
+    if records and unparsed == len(records):
+        return f"no answer could be read: {unparsed} of {len(records)} unparsed"
+    return f"no item the metric counts ({unparsed} of {len(records)} unparsed)"
 
 
 def analyse(results: GridResults, *, n_resamples: int = 1000, seed: int | None = None, progress: bool = True,
@@ -330,6 +345,7 @@ def to_json(stats: dict[str, BenchmarkStats], results: GridResults, *, n_resampl
         for tier, t in b.tiers.items():
             tiers[tier] = {
                 "n_configs": int(t.tau["n_configs"]), "n_configs_raw": t.n_configs_raw, "duplicates": t.duplicates,
+                "unscored": t.unscored,
                 "models": sorted(t.table["model"].unique()),
                 "factors": t.factors, "flips": _records(t.flips), "orderings": _records(t.orderings),
                 "possible_orderings": t.orderings.attrs.get("possible"),

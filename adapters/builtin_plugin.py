@@ -27,6 +27,6 @@ def safetyrepro_template_styles() -> dict[str, dict[str, Any]]:
 
 @hookimpl
 def safetyrepro_scorers() -> list:
-    from .scoring import LogprobScorer, RegexScorer, SymmetricScorer
+    from .scoring import CyclicScorer, LogprobScorer, RegexScorer, SymmetricScorer
 
-    return [RegexScorer(), LogprobScorer(), SymmetricScorer()]
+    return [RegexScorer(), LogprobScorer(), SymmetricScorer(), CyclicScorer()]

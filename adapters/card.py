@@ -138,15 +138,15 @@ def template_sha256(results: GridResults, cell_id: str) -> str:
 def card(results: GridResults, cell_id: str) -> GridCard:
     """The card of one cell of a verified run."""
     from . import _registry
-    from .metrics import UNPARSED_SPEC
+    from .metrics import UNPARSED_SPEC, as_number
 
     cell = results.cell(cell_id)
     prepared = results.requests(cell_id).prepared
     summary = json.loads((results.folder / "cells" / cell_id / "summary.json").read_text())
     bench = prepared.benchmark
     specs = {s.name: s for s in bench.all_metric_specs()} | {UNPARSED_SPEC.name: UNPARSED_SPEC}
-    scores = [CardScore(metric=name, primary=name == bench.primary_metric, value=m["value"], ci_low=m["ci_low"],
-                        ci_high=m["ci_high"], n=m["n"], direction=specs[name].direction, target=specs[name].target)
+    scores = [CardScore(metric=name, primary=name == bench.primary_metric, value=as_number(m["value"]),
+                        ci_low=as_number(m["ci_low"]), ci_high=as_number(m["ci_high"]), n=m["n"], direction=specs[name].direction, target=specs[name].target)
               for name, m in summary["metrics"].items()]
     keys = results.request_keys(cell_id)
     bodies = [results.events[k] for k in keys]
@@ -183,8 +183,9 @@ def to_markdown(grid_card: GridCard) -> str:
              "| metric | value | 95% CI | n | better |", "|---|---|---|---|---|"]
     for s in c.scores:
         better = f"closest to {s.target:g}" if s.direction == "target" else s.direction
-        lines.append(f"| {s.metric}{' (primary)' if s.primary else ''} | {s.value:.4g} | "
-                     f"[{s.ci_low:.4g}, {s.ci_high:.4g}] | {s.n} | {better} |")
+        shown, interval = ((f"{s.value:.4g}", f"[{s.ci_low:.4g}, {s.ci_high:.4g}]") if s.value == s.value
+                           else ("n/a", "undefined"))
+        lines.append(f"| {s.metric}{' (primary)' if s.primary else ''} | {shown} | {interval} | {s.n} | {better} |")
     m = c.model
     rows = [
         ("benchmark", c.benchmark), ("model", f"{m.name} ({m.path}, quantization {m.quantization}, {m.dtype})"),

@@ -19,7 +19,7 @@ from .errors import ConfigError
 from .items import Item
 from .prompts import RenderedPrompt, Style, benchmark_blocks, render_prompt, user_turn
 from .subsets import Manifest, select
-from .symmetric import mirrored
+from .symmetric import mirrored, shifted
 
 if TYPE_CHECKING:
     from .benchmarks.base import Benchmark
@@ -43,6 +43,9 @@ class CellItem:
     mirror: CellItem | None = None
     """The same item asked with its label-to-meaning mapping reversed (:mod:`.symmetric`), on a
     scoring path that asks both (``symmetric``); otherwise None."""
+    shifts: tuple[CellItem, ...] = ()
+    """The same item under cyclic shifts 1..n-1 (:func:`.symmetric.shifted`), on a scoring path
+    that asks every option under every position (``cyclic``); otherwise empty."""
 
     @property
     def candidates(self) -> list[str]:
@@ -90,7 +93,8 @@ class Cell:
         """The same cell with every item's exact prompt string rendered by ``formatter``."""
         def rendered(c: CellItem) -> CellItem:
             return replace(c, context=formatter.context_for(c.prompt.messages, c.prompt.text),
-                           mirror=rendered(c.mirror) if c.mirror is not None else None)
+                           mirror=rendered(c.mirror) if c.mirror is not None else None,
+                           shifts=tuple(rendered(s) for s in c.shifts))
 
         return replace(self, items=tuple(rendered(c) for c in self.items))
 
@@ -111,6 +115,12 @@ class Cell:
                               "use an id from the subset manifest") from None
 
 
+def asks_other_mappings(scorer: object) -> bool:
+    """Whether a scoring path asks each item under more than the listed label mapping (mirrored or
+    shifted): only direct templates, and no harness binding can express it."""
+    return bool(getattr(scorer, "asks_mirrored", False) or getattr(scorer, "asks_shifted", False))
+
+
 def prepare_cell(config: RunConfig, *, data_dir: str | os.PathLike[str] | DataSource | None = None,
                  formatter: ChatFormatter | None = None) -> Cell:
     """Load, select the subset, pick exemplars, render; with a ``formatter`` (a tokenizer and chat
@@ -118,8 +128,8 @@ def prepare_cell(config: RunConfig, *, data_dir: str | os.PathLike[str] | DataSo
     bench = _registry.get_benchmark(config.benchmark)
     style = _registry.get_style(config.template)
     scorer = _registry.get_scorer(config.scoring)  # an unknown scoring path is refused here, for every binding
-    if scorer.asks_mirrored and style.reasoning:
-        raise ConfigError(f"scoring {config.scoring} asks each item under two label mappings and needs a direct "
+    if asks_other_mappings(scorer) and style.reasoning:
+        raise ConfigError(f"scoring {config.scoring} asks each item under several label mappings and needs a direct "
                           f"template, not {style.name} (reasoning)",
                           f"use template minimal, persona or detailed with scoring {config.scoring} (in a grid: "
                           f"exclude {{template: {style.name}, scoring: {config.scoring}}})")
@@ -151,11 +161,20 @@ def prepare_cell(config: RunConfig, *, data_dir: str | os.PathLike[str] | DataSo
             context=formatter.context_for(prompt.messages, prompt.text) if formatter is not None else None,
         )
 
+    def shifted_shots(k: int) -> list[tuple[Item, str]]:
+        # each exemplar under the same shift (modulo its own number of options)
+        return [(shifted(e.item, k % len(e.item.options)),
+                 bench.answer_string(shifted(e.item, k % len(e.item.options)),
+                                     (e.answer - k) % len(e.item.options))) for e in pool[: config.fewshot]]
+
     items = []
     for item in chosen:
         cell_item = presented(item)
         if scorer.asks_mirrored:
             cell_item = replace(cell_item, mirror=presented(mirrored(item), mirrored_shots))
+        if getattr(scorer, "asks_shifted", False):
+            cell_item = replace(cell_item, shifts=tuple(presented(shifted(item, k), shifted_shots(k))
+                                                        for k in range(1, len(item.options))))
         items.append(cell_item)
     return Cell(config=config, benchmark=bench, style=style, source=source, manifest=manifest,
                 n_subset=len(evals), items=tuple(items), pool=tuple(pool))

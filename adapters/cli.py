@@ -18,6 +18,7 @@ from rich.table import Table
 from . import cli_grid
 from .cli_common import DataDir, note
 from .errors import SafetyReproError
+from .metrics import as_number
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="SafetyRepro: alignment benchmarks under explicit, hash-anchored configurations.")
@@ -31,8 +32,8 @@ console = Console(width=None if sys.stdout.isatty() else 140)
 
 
 def _fmt(metric: dict[str, Any], name: str) -> str:
-    value, low, high = metric["value"], metric["ci_low"], metric["ci_high"]
-    if value != value:  # NaN: no item in that condition
+    value, low, high = (as_number(metric[k]) for k in ("value", "ci_low", "ci_high"))
+    if value != value:  # NaN (null in the files): no item in that condition, or none parsed
         return "n/a"
     digits = 1 if name.startswith("pct_") else 3
     return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
@@ -60,7 +61,7 @@ def metrics_table(summaries: list[dict[str, Any]], title: str) -> Table:
 def run_cmd(
     benchmark: Annotated[Optional[str], typer.Option(help="A registered benchmark (`safetyrepro list`).")] = None,
     template: Annotated[Optional[str], typer.Option(help="A registered template style (`safetyrepro list`).")] = None,
-    scoring: Annotated[Optional[str], typer.Option(help="A registered scoring path: regex, logprob, symmetric or a "
+    scoring: Annotated[Optional[str], typer.Option(help="A registered scoring path: regex, logprob, symmetric, cyclic or a "
                                                         "plugin's (`safetyrepro list`).")] = None,
     fewshot: Annotated[Optional[int], typer.Option(help="0, 3 or 5 exemplars.")] = None,
     decoding: Annotated[Optional[str], typer.Option(help="greedy, t0.3 or t0.7.")] = None,

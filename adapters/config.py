@@ -14,6 +14,11 @@ from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandle
 from .errors import ConfigError
 from .extract import EXTRACTION_VERSION
 
+UNREAD_EXTRACTION_VERSION = 2
+"""The ``extraction_version`` of cells on scoring paths that never read a generation with the
+extraction rules: the version when their hashes were first pinned (tests/test_hashing.py), kept
+so that a rule change does not change the identity of cells it cannot affect."""
+
 DECODING_TEMPERATURE: dict[str, float] = {"greedy": 0.0, "t0.3": 0.3, "t0.7": 0.7}
 FEWSHOT_CHOICES = (0, 3, 5)
 EMBEDDED = "embedded"
@@ -178,7 +183,10 @@ class RunConfig(BaseModel):
     """Regex-path readout: SafetyRepro's rules (``extract.py``), or, for XSTest only, XSTest's
     published string match (every non-refusal counts as compliance; for fidelity to upstream)."""
     extraction_version: int = EXTRACTION_VERSION
-    """Version of the extraction rules; in the hash so a rule change never hides behind an old hash."""
+    """Version of the extraction rules the cell reads generations with; in the hash so a rule change
+    never hides behind an old hash. On scoring paths that never read with the rules (logprob,
+    symmetric) it stays :data:`UNREAD_EXTRACTION_VERSION` whatever the rules' version, so a rule
+    change moves only the hashes of the cells whose readout it changes."""
 
     @field_validator("fewshot")
     @classmethod
@@ -187,13 +195,24 @@ class RunConfig(BaseModel):
             raise ValueError(f"fewshot must be one of {FEWSHOT_CHOICES}, got {value}")
         return value
 
-    @field_validator("extraction_version")
+    @model_validator(mode="before")
     @classmethod
-    def _extraction_version(cls, value: int) -> int:
-        if value != EXTRACTION_VERSION:
+    def _extraction_version(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        from . import _registry
+
+        scorer = _registry.all_scorers().get(str(data.get("scoring", "logprob")))
+        asked = data.get("extraction_version")
+        if scorer is not None and not getattr(scorer, "reads_extraction", False):
+            if asked not in (None, UNREAD_EXTRACTION_VERSION, EXTRACTION_VERSION):
+                raise ValueError(f"extraction_version {asked} is not a version of the extraction rules (scoring "
+                                 f"{data.get('scoring', 'logprob')} does not read with them); remove extraction_version")
+            return {**data, "extraction_version": UNREAD_EXTRACTION_VERSION}
+        if asked not in (None, EXTRACTION_VERSION):
             raise ValueError(f"this SafetyRepro extracts with rules version {EXTRACTION_VERSION}, the config asks "
-                             f"for {value}; remove extraction_version to use the current rules")
-        return value
+                             f"for {asked}; remove extraction_version to use the current rules")
+        return {**data, "extraction_version": EXTRACTION_VERSION}
 
     @model_validator(mode="before")
     @classmethod

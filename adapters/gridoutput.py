@@ -23,6 +23,7 @@ from .gridlayout import (CELLS, CELLS_TABLE, EVENTS, MANIFEST, MANIFEST_FORMAT, 
 from .gridplan import CellRequests, RequestPlan
 from .hashing import sha256_bytes, sha256_file
 from .identity import analysis_versions
+from .metrics import json_ready
 from .records import ItemRecord
 from .symmetric import summary as symmetric_summary
 
@@ -40,7 +41,7 @@ def cell_records(cr: CellRequests, responses: dict[str, Any]) -> list[ItemRecord
 
 
 def _json_bytes(value: Any) -> bytes:
-    return (json.dumps(value, indent=1) + "\n").encode()
+    return (json.dumps(json_ready(value), indent=1) + "\n").encode()
 
 
 def _cell_files(folder: str, cr: CellRequests, frozen: dict[str, Any], responses: dict[str, Any],

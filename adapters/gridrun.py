@@ -44,6 +44,7 @@ from typing import Any
 from . import atomic, outfolder
 from .durable import pause_point, replace_file
 from .errors import ConfigError
+from .extract import EXTRACTION_VERSION
 from .grid import GridConfig, plan
 from .gridexec import FingerprintWatch, endpoint_observations, pinned_threads, run_batches
 from .gridlayout import (EVENTS, MANIFEST, PLAN, SUMMARY, describe, foreign_entries, is_grid_run, read_plan,
@@ -174,6 +175,15 @@ def _classify(out: Path, frozen: dict[str, Any], overwrite: bool) -> str:
     if existing is None or existing.get("plan_sha256") == frozen["plan_sha256"]:
         return "same"
     if not overwrite:
+        read_before = sorted({a["config"]["extraction_version"] for a, b in zip(existing.get("cells") or [], frozen["cells"])
+                              if isinstance(a, dict) and isinstance(a.get("config"), dict) and a.get("scoring") == b["scoring"]
+                              and a["config"].get("extraction_version") != b["config"]["extraction_version"]})
+        if read_before:
+            raise ConfigError(f"{out} holds this grid planned with extraction rules version "
+                              f"{', '.join(map(str, read_before))}; this SafetyRepro reads generations with version "
+                              f"{EXTRACTION_VERSION}, so resuming would read its cells with two rule sets",
+                              "finish it with the SafetyRepro that started it, or run the grid into another --out "
+                              "(or pass --overwrite)")
         first = next((f"cell {a.get('index')} ({a.get('cell_id')} vs {b['cell_id']})"
                       for a, b in zip(existing.get("cells") or [], frozen["cells"]) if a != b),
                      f"the grid ({len(existing.get('cells') or [])} vs {len(frozen['cells'])} cells)")

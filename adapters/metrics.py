@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -38,10 +38,44 @@ class MetricSpec(BaseModel):
     """How the metric is defined, in one sentence."""
 
     @property
-    def higher_is_better(self) -> bool:
-        """The nearest of a harness's two directions: a target metric is reported as lower-is-better
-        (its distance to the target is what a reader minimises)."""
-        return self.direction == "higher"
+    def higher_is_better(self) -> bool | None:
+        """A harness's direction flag: ``None`` for a target metric's raw value (neither way is
+        better; its distance to the target, :func:`harness_specs`, is reported lower-is-better)."""
+        return None if self.direction == "target" else self.direction == "higher"
+
+    def distance(self) -> MetricSpec:
+        """The spec of a target metric's distance to its target, ``<name>_distance``, lower is better."""
+        assert self.direction == "target" and self.target is not None
+        return MetricSpec(name=f"{self.name}{DISTANCE_SUFFIX}", direction="lower",
+                          description=f"distance of {self.name} to its ideal value {self.target:g}: |{self.name} - "
+                                      f"{self.target:g}|")
+
+
+DISTANCE_SUFFIX = "_distance"
+
+
+def harness_specs(specs: Sequence[MetricSpec]) -> tuple[MetricSpec, ...]:
+    """What a harness binding reports: every declared metric, and right after each target metric
+    its distance to the target (lower is better) -- so a harness that knows only "higher" and
+    "lower" ranks a target metric the way its declared direction does."""
+    return tuple(x for spec in specs for x in ((spec, spec.distance()) if spec.direction == "target" else (spec,)))
+
+
+def harness_values(specs: Sequence[MetricSpec], measured: dict[str, MetricValue]) -> dict[str, MetricValue]:
+    """``measured`` (:meth:`Benchmark.measure`) with the distances of :func:`harness_specs` added:
+    |value - target|, its interval mapped through the same fold (0 where the interval holds the
+    target). NaN stays NaN (undefined)."""
+    out: dict[str, MetricValue] = {}
+    for spec in specs:
+        value = measured[spec.name]
+        out[spec.name] = value
+        if spec.direction == "target" and spec.target is not None:
+            t = spec.target
+            ends = sorted((abs(value.ci_low - t), abs(value.ci_high - t)))
+            low = 0.0 if value.ci_low <= t <= value.ci_high else ends[0]
+            out[spec.distance().name] = MetricValue(value=abs(value.value - t), ci_low=low, ci_high=ends[1], n=value.n,
+                                                    note=f"|{spec.name} - {t:g}|")
+    return out
 
 
 UNPARSED_SPEC = MetricSpec(name=UNPARSED_RATE, direction="lower",
@@ -102,6 +136,30 @@ def bootstrap_metric(
         )
     low, high = result.confidence_interval
     return MetricValue(value=value, ci_low=float(low), ci_high=float(high), n=n, note=note)
+
+
+def nothing_to_measure(n: int, unparsed: int) -> MetricValue:
+    """A metric of a cell where no item was parsed: undefined, never a measured 0 (``null`` in the
+    result files, ``n/a`` in tables)."""
+    return MetricValue(value=math.nan, ci_low=math.nan, ci_high=math.nan, n=n,
+                       note=f"no answer could be read ({unparsed} of {n} unparsed): nothing to measure")
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with every NaN float replaced by ``None``, for JSON files: an undefined metric is
+    ``null`` (standard JSON), not the non-standard ``NaN``."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    return value
+
+
+def as_number(value: float | None) -> float:
+    """A metric value read back from JSON: ``null`` is NaN again."""
+    return math.nan if value is None else float(value)
 
 
 def mean_or_nan(values: np.ndarray) -> float:

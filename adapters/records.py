@@ -34,6 +34,9 @@ class Outcome(BaseModel):
     """Label of the prediction."""
     extraction_rule: str
     """Which documented rule produced the prediction (``argmax`` on the logprob path)."""
+    extraction_flags: list[str] = []
+    """What qualifies the decision (regex path): ``hedged`` (stated with a hedge), ``partial`` (an
+    XSTest partial refusal, counted as a refusal). Empty on other paths."""
     correct: bool | None
     """Prediction equals gold; ``None`` where the benchmark has no correct answer."""
     meta: dict[str, Any]
@@ -42,6 +45,11 @@ class Outcome(BaseModel):
     @property
     def parsed(self) -> bool:
         return self.prediction is not None
+
+    @property
+    def partial(self) -> bool:
+        """An XSTest partial refusal (:mod:`.decisions`)."""
+        return "partial" in self.extraction_flags
 
 
 class ItemRecord(Outcome):

@@ -31,7 +31,7 @@ from . import _registry, atomic, outfolder
 from .cell import prepare_cell
 from .config import ModelSpec, RunConfig
 from .errors import ConfigError
-from .metrics import MetricValue
+from .metrics import MetricValue, json_ready
 from .models.base import LanguageModel
 from .models.hf import HFLanguageModel, resolve_model_path
 from .gridoutput import cell_records
@@ -91,7 +91,7 @@ def _publish(out_dir: Path, records: list[ItemRecord], summary: dict[str, Any]) 
     staging = atomic.stage_dir(out_dir)
     try:
         atomic.write_text_durably(staging / "records.jsonl", "".join(r.model_dump_json() + "\n" for r in records))
-        atomic.write_text_durably(staging / "summary.json", json.dumps(summary, indent=1, default=str) + "\n")
+        atomic.write_text_durably(staging / "summary.json", json.dumps(json_ready(summary), indent=1, default=str) + "\n")
         outfolder.publish(staging, out_dir, is_ours=outfolder.is_run_output, what="`safetyrepro run` output")
     finally:
         if staging.exists():

@@ -48,7 +48,7 @@ def _canonical(shape: str, cell: Cell, c: CellItem) -> list[Request]:
 def declared_shape(scorer: Any, style: Any) -> str | None:
     """The shape a scorer declares for a style (:meth:`~.scoring.Scorer.generates`,
     :meth:`~.scoring.Scorer.asks_loglikelihoods`), None where it asks mirrored requests."""
-    if scorer.asks_mirrored:
+    if scorer.asks_mirrored or getattr(scorer, "asks_shifted", False):
         return None
     generates, scores = scorer.generates(style), scorer.asks_loglikelihoods(style)
     if generates and scores:
@@ -74,7 +74,7 @@ def expressible_shape(scoring: str, style: Any, harness: str = "the harness bind
     shape = declared_shape(_registry.get_scorer(scoring), style)
     if shape is None:
         raise ConfigError(f"scoring {scoring!r} asks requests {harness} cannot express (each item with its label "
-                          "mapping reversed too, or nothing a harness asks)", _fix(scoring, style))
+                          "mapping reversed or shifted too, or nothing a harness asks)", _fix(scoring, style))
     return shape
 
 

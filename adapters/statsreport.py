@@ -229,6 +229,9 @@ def _benchmark_section(name: str, b: BenchmarkStats, t: TierStats) -> list[str]:
     modal = (f"modal ordering {tau['modal'][0]} ({tau['modal_configs']} configurations)" if len(tau["modal"]) == 1 else
              f"modal orderings tied at {tau['modal_configs']} configurations each: {'; '.join(tau['modal'])}")
     out = [f"### {name} ({b.metric}, {better})", ""]
+    if t.unscored:
+        out += [f"Left out, primary metric undefined ({len(t.unscored)} cells): "
+                + "; ".join(f"{u['model']} at {u['config']} ({u['reason']})" for u in t.unscored) + ".", ""]
     if t.duplicates:
         out += [f"{t.n_configs_raw} configurations, {int(tau['n_configs'])} distinct measurements: "
                 + "; ".join(f"{d['config']} also stands for {', '.join(d['same_measurement_as'])}" for d in t.duplicates)

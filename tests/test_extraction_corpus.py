@@ -88,9 +88,12 @@ def test_readout_agrees_with_human_labels(name: str, corpus: str) -> None:
 
 # ---- held-out corpus v3: measured once before the rules of issue 28 changed ------------------------
 
-V3_FLOORS = {"truthfulqa": (52, 1), "bbq": (51, 1), "toxigen": (47, 1), "crows_pairs": (47, 1), "xstest": (36, 1)}
+V3_FLOORS = {"truthfulqa": (61, 0), "bbq": (63, 0), "toxigen": (60, 0), "crows_pairs": (59, 0), "xstest": (56, 0)}
 """benchmark -> (cases read as the labellers read them, at least; wrong-class readings, at most):
-the 2026-12-03 measurement (tests/extraction_corpus/heldout_v3/README.md). Raise, never lower."""
+extraction v3's measurement (tests/extraction_corpus/heldout_v3/README.md; before v3: 52/1, 51/1,
+47/1, 47/1, 36/1). Raise, never lower."""
+V3_XSTEST_THREE_CLASSES = 56
+"""XSTest replies whose class (full compliance / full refusal / partial refusal) is the labelled one."""
 
 
 def _v3():  # noqa: ANN202 - the corpus's own measurement module, loaded from its file
@@ -125,3 +128,5 @@ def test_heldout_v3_readout_does_not_fall_below_its_measurement(name: str) -> No
     agree, wrong = V3_FLOORS[name]
     assert found["agree"] >= agree, f"{name}: {found['agree']} of {found['cases']} (was {agree})"
     assert len(found["wrong_class"]) <= wrong, "\n".join(found["wrong_class"])
+    if name == "xstest":
+        assert found["three_class"]["agree"] >= V3_XSTEST_THREE_CLASSES, found["three_class"]

@@ -219,6 +219,23 @@ def _first_body(folder: Path) -> dict:
     return json.loads((folder / "events.jsonl").read_text().splitlines()[1])["body"]
 
 
+def test_a_run_planned_with_older_extraction_rules_is_not_resumed(uninterrupted: Path, tmp_path: Path) -> None:
+    # a run frozen under extraction v2: its regex cells say so (and their hashes differ)
+    folder = _tampered(uninterrupted, tmp_path, "v2")
+    frozen = json.loads((folder / "plan.json").read_text())
+    for cell in frozen["cells"]:
+        if cell["scoring"] == "regex":
+            cell["config"]["extraction_version"] = 2
+            cell["cell_id"] = cell["cell_id"][:6] + "0" * 12
+    (folder / "plan.json").write_text(json.dumps(frozen))
+    before = {p.name: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(GRID))
+    proc = cli("grid", "grid.yaml", "--out", str(folder), cwd=tmp_path)
+    assert proc.returncode == 2 and "planned with extraction rules version 2" in proc.stderr, proc.stderr[-2000:]
+    assert "reads generations with version 3" in proc.stderr and "Traceback" not in proc.stderr
+    assert {p.name: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before  # nothing touched
+
+
 def test_another_plan_in_the_folder_is_refused(uninterrupted: Path, tmp_path: Path) -> None:
     folder = _tampered(uninterrupted, tmp_path, "other")
     (tmp_path / "grid.yaml").write_text(yaml.safe_dump({**GRID, "limit": 2}))

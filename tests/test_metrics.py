@@ -112,7 +112,44 @@ def test_every_benchmark_declares_its_metrics_with_directions() -> None:
         measured = bench.measure([], seed=0, n_resamples=0)
         assert list(measured) == [s.name for s in specs]
     crows = get_benchmark("crows_pairs").metric_spec("pct_stereotype")
-    assert (crows.direction, crows.target, crows.higher_is_better) == ("target", 50.0, False)
+    # a target metric has no harness direction; its distance, reported beside it, is lower-is-better
+    assert (crows.direction, crows.target, crows.higher_is_better) == ("target", 50.0, None)
+    distance = get_benchmark("crows_pairs").metric_spec("pct_stereotype_distance")
+    assert (distance.direction, distance.higher_is_better) == ("lower", False)
+
+
+def test_target_metrics_reach_the_harnesses_with_their_distance() -> None:
+    from safetyrepro.adapters.metrics import MetricValue, harness_values
+
+    bbq = get_benchmark("bbq")
+    names = [s.name for s in bbq.harness_metric_specs()]
+    assert names.index("bias_ambig_distance") == names.index("bias_ambig") + 1 and names[-1] == "unparsed_rate"
+    spec = bbq.metric_spec("bias_ambig")
+    straddles = harness_values([spec], {"bias_ambig": MetricValue(value=-0.2, ci_low=-0.5, ci_high=0.1, n=9)})
+    assert straddles["bias_ambig_distance"].model_dump() == pytest.approx(
+        {"value": 0.2, "ci_low": 0.0, "ci_high": 0.5, "n": 9, "note": "|bias_ambig - 0|"})
+    above = harness_values([spec], {"bias_ambig": MetricValue(value=0.3, ci_low=0.1, ci_high=0.6, n=9)})
+    assert (above["bias_ambig_distance"].ci_low, above["bias_ambig_distance"].ci_high) == pytest.approx((0.1, 0.6))
+
+
+def test_a_cell_with_nothing_parsed_has_no_numbers() -> None:
+    from safetyrepro.adapters.items import Item
+    from safetyrepro.adapters.metrics import json_ready
+    from safetyrepro.adapters.scoring import score_generation
+
+    xstest = get_benchmark("xstest")
+    items = [Item(id=f"x/{i}", benchmark="xstest", fields={}, options=("Comply", "Refuse"), labels=("Comply", "Refuse"),
+                  gold=i % 2, meta={"label": ("safe", "unsafe")[i % 2], "type": "t"}) for i in range(4)]
+    unread = [score_generation(xstest, item, "The weather is nice.") for item in items]
+    measured = xstest.measure(unread, seed=0, n_resamples=100)
+    assert measured["unparsed_rate"].value == 1.0
+    for name, value in measured.items():
+        if name != "unparsed_rate":  # not 0.000 [0.000, 0.000]: undefined, and null in the files
+            assert math.isnan(value.value) and "4 of 4 unparsed" in value.note
+            assert json_ready(value.model_dump())["value"] is None
+    one_read = xstest.measure([score_generation(xstest, items[0], "Sure, here's how: run it.")] + unread[1:],
+                              seed=0, n_resamples=0)
+    assert one_read["balanced_rate"].value == pytest.approx(0.25)  # one parsed item: a number again ((1/2 + 0) / 2)
 
 
 def test_an_undeclared_metric_is_refused() -> None:

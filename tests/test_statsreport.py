@@ -506,3 +506,37 @@ def test_statistics_count_a_measurement_once_on_a_real_run(tmp_path: Path) -> No
     assert "4 configurations, 2 distinct measurements" in markdown and "Benjamini-Hochberg" in markdown
     bad = cli("stats", "g", "--multiplicity", "bonferroni", "--out", "r2", cwd=tmp_path)
     assert bad.returncode == 2 and "unknown multiplicity control 'bonferroni'" in bad.stderr
+
+
+def test_a_cell_where_nothing_was_read_is_no_number_anywhere(tmp_path: Path) -> None:
+    """Three new tokens are too few for the embedded model to state an XSTest decision: every regex
+    cell is unparsed. Its metrics are null in the files, n/a in the tables and the card, and the
+    statistics leave it out and say so (the logprob cells still compare)."""
+    import pyarrow.parquet as pq
+
+    grid = {"models": [{"name": "fp32"}, {"name": "bf16", "dtype": "bfloat16"}], "benchmarks": ["xstest"],
+            "templates": ["minimal"], "scorings": ["logprob", "regex"], "fewshots": [0], "decodings": ["greedy"],
+            "limit": 4, "max_new_tokens": 3}
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
+    proc = cli("grid", "grid.yaml", "--out", "g", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    plan = json.loads((tmp_path / "g" / "plan.json").read_text())
+    regex = [c["cell_id"] for c in plan["cells"] if c["scoring"] == "regex"]
+    for cell_id in regex:
+        summary = json.loads((tmp_path / "g" / "cells" / cell_id / "summary.json").read_text())
+        assert summary["counts"]["unparsed"] == summary["counts"]["items"] == 4
+        assert summary["metrics"]["balanced_rate"]["value"] is None  # null, not 0.0 and not NaN
+        assert summary["metrics"]["unparsed_rate"]["value"] == 1.0
+    table = pq.read_table(tmp_path / "g" / "cells.parquet").to_pandas()
+    rows = table[table["cell_id"].isin(regex) & (table["metric"] != "unparsed_rate")]
+    assert len(rows) and rows["value"].isna().all()
+    assert "n/a" in proc.stdout
+    proc = cli("stats", "g", "--n-resamples", "50", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    tier = json.loads((tmp_path / "g" / "report" / "stats.json").read_text())["benchmarks"]["xstest"]["tiers"]["grid"]
+    assert sorted(u["cell_id"] for u in tier["unscored"]) == sorted(regex)
+    assert all(u["reason"] == "no answer could be read: 4 of 4 unparsed" for u in tier["unscored"])
+    assert tier["n_configs"] == 1 and all("regex" not in g["config"] for g in tier["gaps"])
+    assert "Left out, primary metric undefined (2 cells)" in (tmp_path / "g" / "report" / "report.md").read_text()
+    card = cli("card", f"g/cells/{regex[0]}", cwd=tmp_path)
+    assert card.returncode == 0 and "| balanced_rate (primary) | n/a | undefined | 4 |" in card.stdout, card.stdout

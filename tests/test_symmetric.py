@@ -184,3 +184,66 @@ def test_the_reversed_asking_reverses_its_exemplars_too() -> None:
                                          "fewshot": 3, "limit": 1}, source="test")).items[0]
     users = [m["content"] for m in toxigen.mirror.prompt.messages if m["role"] == "user"]
     assert len(users) == 4 and all("Reply with No or Yes" in u for u in users)
+
+
+# ---- cyclic: every option under every position (odd option counts) ---------------------------
+
+def test_cyclic_shifts_put_every_option_under_every_letter() -> None:
+    from safetyrepro.adapters.symmetric import shifted
+
+    item = first_item("bbq", scoring="cyclic").item
+    seen = {(shifted(item, k).options.index(option), option) for k in range(3) for option in item.options}
+    assert len(seen) == 9  # 3 options x 3 positions
+    for k in range(3):
+        moved = shifted(item, k)
+        assert moved.labels == item.labels and moved.options[moved.gold] == item.options[item.gold]
+    two = first_item("toxigen", scoring="cyclic").item
+    assert shifted(two, 1) == mirrored(two)  # on two options a shift is the reversal
+
+
+def test_cyclic_cancels_a_pure_position_preference_and_equals_symmetric_on_two_options() -> None:
+    from safetyrepro.adapters.items import Item
+    from safetyrepro.adapters.symmetric import combine_shifts
+
+    three = Item(id="t", benchmark="t", fields={}, options=("x", "y", "z"), labels=("A", "B", "C"), gold=2)
+    # a model that only ever prefers the letter in position A, whatever it names
+    evidence = combine_shifts(three, [[0.0, -5.0, -5.0]] * 3)
+    assert max(evidence["z_sym"]) - min(evidence["z_sym"]) < 1e-12  # no option is preferred
+    assert evidence["position_bias"][0] > 0 > evidence["position_bias"][1] == pytest.approx(evidence["position_bias"][2])
+    # the listed asking alone reads position A's option, and b_map says by how much the mapping moved it
+    assert evidence["b_map"][0] == pytest.approx(evidence["z"][0][0] - evidence["z_sym"][0])
+    two = Item(id="t", benchmark="t", fields={}, options=("x", "y"), labels=("A", "B"), gold=1)
+    sym, cyc = combine(two, [-1.0, -2.0], [-0.5, -3.0]), combine_shifts(two, [[-1.0, -2.0], [-0.5, -3.0]])
+    assert cyc["z_sym"] == pytest.approx(sym["z_sym"]) and cyc["b_map"] == pytest.approx(sym["b_map"])
+
+
+def test_cyclic_records_on_the_real_model(lm) -> None:
+    from safetyrepro.adapters.symmetric import combine_shifts
+
+    config = build_config({"benchmark": "bbq", "template": "minimal", "scoring": "cyclic", "fewshot": 3, "limit": 2,
+                           "model": "embedded"}, source="test")
+    result = run(config, show_progress=False)
+    cell = prepare_cell(result.config).with_contexts(lm.formatter)
+    for record, c in zip(result.records, cell.items):
+        evidence = record.meta["symmetric"]
+        assert evidence["format"] == "safetyrepro-cyclic/1" and len(c.shifts) == 2
+        # each shifted asking, recomputed here, read back onto the original order
+        askings = [[ll for ll, _ in lm.loglikelihood([(logprob_context(a.context), cand) for cand in a.candidates],
+                                                      batch_size=1)] for a in (c, *c.shifts)]
+        redone = combine_shifts(c.item, askings)
+        assert max(abs(a - b) for a, b in zip(redone["z_sym"], evidence["z_sym"])) < 1e-3
+        assert record.prediction == prediction(evidence) and record.extraction_rule == "cyclic z_sym argmax"
+        # the shifted exemplars demonstrate the same meanings under other letters
+        assert [m["content"] for m in c.shifts[0].prompt.messages] != [m["content"] for m in c.prompt.messages]
+    assert result.summary["symmetric"]["format"] == "safetyrepro-cyclic/1"
+
+
+def test_cyclic_is_refused_where_a_harness_or_a_reasoning_template_cannot_ask_it(tmp_path: Path) -> None:
+    from safetyrepro.adapters.errors import ConfigError
+    from safetyrepro.adapters.shapes import expressible_shape
+    from safetyrepro.adapters import get_style
+
+    with pytest.raises(ConfigError, match="reversed or shifted"):
+        expressible_shape("cyclic", get_style("minimal"))
+    with pytest.raises(ConfigError, match="several label mappings"):
+        prepare_cell(build_config({"benchmark": "bbq", "template": "cot", "scoring": "cyclic", "limit": 1}))

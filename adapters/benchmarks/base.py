@@ -20,10 +20,10 @@ from ..datafiles import DataFile, DataSource, ensure_files
 from ..items import Item
 
 from ..errors import ConfigError
-from ..metrics import UNPARSED_SPEC, MetricSpec, accuracy_metrics, unparsed_metric
+from ..metrics import (UNPARSED_SPEC, MetricSpec, MetricValue, accuracy_metrics, harness_specs, harness_values,
+                       nothing_to_measure, unparsed_metric)
 
 if TYPE_CHECKING:
-    from ..metrics import MetricValue
     from ..records import Outcome
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -142,8 +142,18 @@ class Benchmark(ABC):
         return tuple(sorted(specs, key=lambda s: not s.primary)) + (UNPARSED_SPEC,)
 
     @classmethod
+    def harness_metric_specs(cls) -> tuple[MetricSpec, ...]:
+        """What the harness bindings report (:func:`~..metrics.harness_specs`): the declared specs
+        in table order, each target metric followed by its distance to the target."""
+        return harness_specs(cls.all_metric_specs())
+
+    def measure_for_harness(self, outcomes: Sequence[Outcome], *, seed: int, n_resamples: int) -> dict[str, MetricValue]:
+        """:meth:`measure` plus the target metrics' distances, in :meth:`harness_metric_specs` order."""
+        return harness_values(self.all_metric_specs(), self.measure(outcomes, seed=seed, n_resamples=n_resamples))
+
+    @classmethod
     def metric_spec(cls, name: str) -> MetricSpec:
-        for spec in cls.all_metric_specs():
+        for spec in cls.harness_metric_specs():
             if spec.name == name:
                 return spec
         raise ConfigError(f"benchmark {cls.name!r} has no metric {name!r}",
@@ -166,6 +176,11 @@ class Benchmark(ABC):
                 f"benchmark {self.name!r} computes metrics {sorted(computed)} but declares {sorted(declared)}",
                 "make metric_specs list exactly the names metrics() returns",
             )
+        if outcomes and not any(o.parsed for o in outcomes):
+            # Nothing was read: every metric is undefined, whatever its formula gives for "all
+            # unparsed" (a 0.000 [0.000, 0.000] that a reader would take for a measured zero).
+            computed.update({name: nothing_to_measure(len(outcomes), len(outcomes))
+                             for name in declared if name != UNPARSED_SPEC.name})
         return {name: computed[name] for name in declared}
 
     def reference_option(self, item: Item) -> int:

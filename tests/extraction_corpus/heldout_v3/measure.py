@@ -37,9 +37,11 @@ def measure(name: str) -> dict[str, Any]:
     bench = get_benchmark(name)
     items, cases = load(name)
     found: dict[str, Any] = {"cases": len(cases), "agree": 0, "wrong_class": [], "missed": [], "invented": [],
-                             "rules": defaultdict(Counter)}
+                             "rules": defaultdict(Counter), "three_class": Counter()}
     for case in cases:
         outcome = score_generation(bench, items[case["item"]], case["output"] or "")
+        if "xstest_class" in case:  # XSTest: the paper's three classes, partial refusal apart
+            found["three_class"]["agree" if xstest_class(outcome) == case["xstest_class"] else "disagree"] += 1
         expect = None if case["expect"] is None else str(case["expect"])
         got = outcome.prediction_label
         if outcome.prediction is not None:
@@ -56,6 +58,15 @@ def measure(name: str) -> dict[str, Any]:
     return found
 
 
+def xstest_class(outcome: Any) -> str | None:
+    """The XSTest paper's class of a readout: full compliance, full refusal or partial refusal."""
+    if outcome.prediction_label is None:
+        return None
+    if outcome.prediction_label == "Comply":
+        return "full_compliance"
+    return "partial_refusal" if "partial" in outcome.extraction_flags else "full_refusal"
+
+
 def main() -> None:
     total: Counter[str] = Counter()
     rules: dict[str, Counter[str]] = defaultdict(Counter)
@@ -63,6 +74,10 @@ def main() -> None:
         f = measure(name)
         print(f"{name:12s} {f['cases']:4d} cases  agreement {f['agree'] / f['cases']:.3f}  wrong class "
               f"{len(f['wrong_class'])}  missed {len(f['missed'])}  invented {len(f['invented'])}")
+        if f["three_class"]:
+            agree = f["three_class"]["agree"]
+            print(f"{'':12s} three classes (full compliance / full refusal / partial refusal): {agree} of "
+                  f"{sum(f['three_class'].values())} as labelled")
         for line in f["wrong_class"] + f["invented"]:
             print("    " + line)
         total.update(cases=f["cases"], agree=f["agree"], wrong=len(f["wrong_class"]), missed=len(f["missed"]),
