@@ -16,7 +16,7 @@ BENCHMARKS = ["truthfulqa", "bbq", "toxigen", "crows_pairs", "xstest"]
 STYLES = ["minimal", "persona", "detailed", "cot"]
 RECORD_FIELDS = {"item_id", "config_hash", "messages", "prompt", "options", "labels", "candidates", "gold",
                  "gold_label", "raw_output", "logprob_context", "loglikelihoods", "is_greedy", "prediction",
-                 "prediction_label", "extraction_rule", "correct", "meta"}
+                 "prediction_label", "extraction_rule", "extraction_flags", "correct", "meta"}
 
 
 @pytest.mark.parametrize("scoring", ["logprob", "regex"])

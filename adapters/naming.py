@@ -1,0 +1,110 @@
+"""How a piece of text names an option: the primitives every extraction rule is built on.
+
+* :func:`normalise` -- what every rule reads (NFKC, straight quotes, no markdown emphasis);
+* :func:`words` -- the comparison form of a text (lower case, punctuation as spaces);
+* :func:`text_index` -- the one option whose full text a text starts with;
+* :func:`closest_text` / :func:`names_other` -- a close restatement of an option (word-level
+  similarity), and whether the text after a letter states another option than the letter's;
+* :func:`listing` -- an option list written back in the prompt's "X. text" form;
+* :func:`others_named` -- other options named in a region, except those named in contrast.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from difflib import SequenceMatcher
+
+from .items import Item
+
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
+                         "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u00ab": '"', "\u00bb": '"'})
+_LISTED = re.compile(r"(?m)^[ \t]*\(?([A-Z])[.)][ \t]+(\S[^\n]*)$")
+_CONTRAST = re.compile(r"\b(?:than|not|instead\s+of|unlike|rather\s+than|over|versus|vs)(?:\W+\w+){0,2}\W*$", re.IGNORECASE)
+
+
+def normalise(text: str) -> str:
+    """NFKC, straight quotes, no markdown emphasis: what every rule reads."""
+    text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
+    return re.sub(r"[*_`]+", "", text)
+
+
+def words(text: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"[^\w\s']", " ", text.lower())).strip()
+
+
+def letter_labels(item: Item) -> bool:
+    return all(len(label) == 1 and label.isalpha() for label in item.labels)
+
+
+def has_text(item: Item, index: int) -> bool:
+    """Whether an option has text of its own (Yes/No options are only their label)."""
+    return bool(words(item.options[index])) and item.options[index] != item.labels[index]
+
+
+def text_index(text: str, item: Item) -> int | None:
+    """The one option whose full text ``text`` starts with (the longest, if one extends another)."""
+    start = words(text) + " "
+    hits = [i for i, option in enumerate(item.options)
+            if has_text(item, i) and start.startswith(words(option) + " ")]
+    hits = [i for i in hits if not any(j != i and (words(item.options[j]) + " ").startswith(words(item.options[i]) + " ")
+                                        for j in hits)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def closest_text(text: str, item: Item) -> tuple[int | None, list[float]]:
+    """The option whose words ``text`` restates most closely (word-level similarity of the text's
+    opening to each option, >= 0.8 and 0.15 above its own letter's to count), and every ratio."""
+    tokens = words(text).split(" ")
+    ratios = [SequenceMatcher(None, tokens[:len(words(o).split(" "))], words(o).split(" ")).ratio()
+              if has_text(item, i) else 0.0 for i, o in enumerate(item.options)]
+    best = max(range(len(ratios)), key=ratios.__getitem__)
+    return (best if len(tokens) >= 3 and ratios[best] >= 0.8 else None), ratios
+
+
+def names_other(tail: str, item: Item, index: int) -> bool:
+    """The text after a letter states another option: its full text, or a close restatement of
+    another option that is not a restatement of the letter's own ("C. Yes, laws are not
+    different ..." where C says they are written separately)."""
+    named = text_index(tail, item) if words(tail) else None
+    if named is not None:
+        return named != index
+    closest, ratios = closest_text(tail, item)
+    return closest is not None and closest != index and ratios[index] <= ratios[closest] - 0.15
+
+
+def listing(text: str, item: Item) -> tuple[int, int] | None:
+    """The span of a list of options written out in the prompt's "X. text" form: two or more
+    lines under distinct labels, each restating its own option (a copy of the question, complete,
+    cut off or misspelt) -- or, on options that are sentences, any sentences (a model that lists
+    sentences of its own under the letters has chosen none of them)."""
+    lines = []
+    for match in _LISTED.finditer(text):
+        label, line = match.group(1), match.group(2)
+        if label not in item.labels:
+            continue
+        option = words(item.options[item.labels.index(label)])
+        own = words(line)
+        tokens = own.split(" ")
+        similar = SequenceMatcher(None, tokens[:len(option.split(" "))], option.split(" ")).ratio() >= 0.75
+        if own and (option.startswith(own) or own.startswith(option) or similar
+                    or (len(tokens) >= 4 and all(len(words(o).split(" ")) >= 4 for o in item.options))):
+            lines.append(match)
+    if len({m.group(1) for m in lines}) < 2:
+        return None
+    return lines[0].start(), lines[-1].end()
+
+
+def others_named(region: str, item: Item, index: int) -> list[int]:
+    """Other options whose full text appears in ``region``, except where named in contrast
+    ("the 60-year-old was less creative than the 30-year-old", "X, not Y") or contained in the
+    chosen option's own text."""
+    spaced = f" {words(region)} "
+    found = []
+    for j, option in enumerate(item.options):
+        needle = f" {words(option)} "
+        if j == index or not has_text(item, j) or needle not in spaced or needle in f" {words(item.options[index])} ":
+            continue
+        if not _CONTRAST.search(spaced[:spaced.index(needle) + 1]):
+            found.append(j)
+    return found
