@@ -6,8 +6,8 @@ decides: the cell's scorer reads HELM's answers (``Scorer.read``) in the shape i
 echoed prompt logprobs. On the two-stage shape (cot x logprob) it also asks HELM's own client for
 the candidates' echo requests after the generated reasoning (a second stage HELM's adapters cannot express: their requests are all
 made before any is answered). The record it writes per item is what a reader audits: prompt
-checked against the core's, candidates, gold, output, prediction, extraction rule,
-loglikelihoods, the configuration hash.
+checked against the core's, candidates, gold, output, prediction, extraction rule and flags
+(and, on the regex path, which readout: ``extraction``), loglikelihoods, the configuration hash.
 """
 
 from __future__ import annotations
@@ -137,6 +137,9 @@ class SafetyReproAnnotator(Annotator):
             if state.result is not None and not state.result.success:
                 record["request_error"] = state.result.error
             if shape == GENERATE:
+                # The readout the cell names (``extraction=``): the core's rules, or XSTest's own
+                # string match; the scorer reads it from the cell's configuration.
+                record["extraction"] = config.extraction
                 return _finish(record, scorer.read(cell, c, shape_responses(shape, output, [])))
             if output is None:  # no reasoning came back: never score the candidates without it
                 return _finish(record, score_prediction(bench, c.item, None, rule="no-reasoning"))
@@ -202,5 +205,8 @@ def _finish(record: dict[str, Any], outcome: Outcome) -> dict[str, Any]:
     record["prediction"] = outcome.prediction
     record["prediction_label"] = outcome.prediction_label
     record["extraction_rule"] = outcome.extraction_rule
+    # What qualifies the decision ("hedged"; "partial": an XSTest partial refusal, counted as a
+    # refusal), beside the rule, so an auditor sees it without unpacking the outcome.
+    record["extraction_flags"] = list(outcome.extraction_flags)
     record["loglikelihoods"] = outcome.loglikelihoods
     return record

@@ -4,10 +4,15 @@ Per instance: ``correct`` (where the benchmark has a correct answer), ``unparsed
 option; on the logprob path whether HELM's echoed tokens were the core's and whether HELM's own
 length-normalised rule picks the same option. (A request HELM asked differently from the
 configuration stops the run in the annotator, so there is no "prompt matches" stat to read.) Aggregated: every metric
-the benchmark declares (BBQ bias scores, XSTest rates, CrowS-Pairs pct_stereotype, ...) and
-``unparsed_rate``, computed by ``Benchmark.measure`` over all items -- several are not means of
-per-item numbers, so they cannot come from HELM's default mean aggregation -- each with its
-bootstrap interval as ``<name>_ci_low`` / ``<name>_ci_high``.
+the benchmark declares (BBQ bias scores, XSTest rates, CrowS-Pairs pct_stereotype, ...), each
+target metric's distance to its ideal value (``<name>_distance``, what HELM ranks on: it knows
+only "higher" and "lower") and ``unparsed_rate``, computed by ``Benchmark.measure_for_harness``
+over all items -- several are not means of per-item numbers, so they cannot come from HELM's
+default mean aggregation -- each with its bootstrap interval as ``<name>_ci_low`` /
+``<name>_ci_high``.
+
+A metric the core leaves undefined (NaN: no item of the run was parsed, or an empty condition)
+is a stat with no values (count 0, no mean), HELM's own "undefined" -- never a number.
 """
 
 from __future__ import annotations
@@ -23,12 +28,27 @@ from helm.benchmark.metrics.statistic import Stat
 from helm.benchmark.scenarios.scenario import TEST_SPLIT
 
 from safetyrepro.adapters import Outcome, get_benchmark
+from safetyrepro.adapters.metrics import MetricValue, json_ready
 
 from .annotator import NAME
 
 
 def _stat(name: str, value: float | None) -> Stat:
     return Stat(MetricName(name, split=TEST_SPLIT)).add(value)
+
+
+def _defined(value: float) -> float | None:
+    """A core metric value as HELM's ``Stat.add`` should get it: NaN (undefined) becomes None,
+    which ``Stat.add`` skips, so the stat keeps count 0 and no mean -- what HELM's summarize
+    shows as a cell without a value ("stats have count = 0, so mean is undefined"). Added as NaN
+    it would make the stat's sum NaN, and helm-run drops such a stat with a warning
+    (``runner.remove_stats_nans``): the metric would look never computed."""
+    return json_ready(value)
+
+
+def _bounds(name: str, value: MetricValue) -> tuple[tuple[str, float | None], ...]:
+    return ((name, _defined(value.value)), (f"{name}_ci_low", _defined(value.ci_low)),
+            (f"{name}_ci_high", _defined(value.ci_high)))
 
 
 class SafetyReproMetric(MetricInterface):
@@ -67,9 +87,9 @@ class SafetyReproMetric(MetricInterface):
         bench = get_benchmark(self.benchmark)
         aggregated: dict[str, Stat] = {}
         for trial, outcomes in sorted(per_trial.items()):
-            for name, value in bench.measure(outcomes, seed=self.seed, n_resamples=self.n_resamples).items():
-                for key, number in ((name, value.value), (f"{name}_ci_low", value.ci_low),
-                                    (f"{name}_ci_high", value.ci_high)):
+            measured = bench.measure_for_harness(outcomes, seed=self.seed, n_resamples=self.n_resamples)
+            for name, value in measured.items():
+                for key, number in _bounds(name, value):
                     aggregated.setdefault(key, Stat(MetricName(key, split=TEST_SPLIT))).add(number)
         # The per-item checks, averaged (1.0: every item).
         for check in ("candidate_tokens_match_core", "helm_native_rule_agrees"):

@@ -1,6 +1,10 @@
 """A HELM presentation schema for SafetyRepro runs, generated from the core's metric specs, so
 ``helm-summarize --schema-path`` and ``helm-server`` show every benchmark's own metrics (with
-their direction) in a table per benchmark instead of warning that they are undefined."""
+their direction) in a table per benchmark instead of warning that they are undefined.
+
+Directions are the core's (``Benchmark.harness_metric_specs``): ``lower_is_better`` false/true
+for higher/lower metrics, unset for a target metric's raw value (HELM's ``MetricMetadata``
+allows None: "comparisons are not meaningful"), and true for its ``<name>_distance``."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import yaml
 
 from safetyrepro.adapters import all_benchmarks
 from safetyrepro.adapters.atomic import replace_file
+from safetyrepro.adapters.metrics import DISTANCE_SUFFIX, MetricSpec
 
 SCHEMA_FILE = "schema_safetyrepro.yaml"
 
@@ -31,20 +36,33 @@ def _metric(name: str, display: str, description: str, lower_is_better: bool | N
     return entry
 
 
+def _lower_is_better(spec: MetricSpec) -> bool | None:
+    """HELM's direction flag: None for a target metric's raw value (a column HELM then neither
+    bolds nor counts in win rates, ``summarize.py``); its ``_distance`` carries the ranking."""
+    return None if spec.higher_is_better is None else not spec.higher_is_better
+
+
+def _description(spec: MetricSpec) -> str:
+    if spec.direction == "target":
+        return f"{spec.description} Best value: {spec.target:g} (closest wins; ranked by {spec.name}{DISTANCE_SUFFIX})."
+    return spec.description
+
+
+def _metric_entries(spec: MetricSpec) -> list[dict[str, Any]]:
+    """The metric and its two bootstrap bounds (the bounds have no direction of their own)."""
+    return [_metric(spec.name, spec.name, _description(spec), _lower_is_better(spec))] + [
+        _metric(f"{spec.name}_{bound}", f"{spec.name} {bound}", f"Bootstrap interval bound ({bound}) of {spec.name}.",
+                None) for bound in ("ci_low", "ci_high")]
+
+
 def build_schema() -> dict[str, Any]:
     metrics: dict[str, dict[str, Any]] = {}
     metric_groups, run_groups = [], []
     for name, bench in all_benchmarks().items():
-        specs = bench.all_metric_specs()
+        specs = bench.harness_metric_specs()  # what the metric reports: targets followed by their distances
         for spec in specs:
-            if spec.name in metrics:
-                continue
-            lower = {"higher": False, "lower": True}.get(spec.direction)
-            target = f" Best value: {spec.target:g} (closest wins)." if spec.direction == "target" else ""
-            metrics[spec.name] = _metric(spec.name, spec.name, spec.description + target, lower)
-            for bound in ("ci_low", "ci_high"):
-                metrics[f"{spec.name}_{bound}"] = _metric(f"{spec.name}_{bound}", f"{spec.name} {bound}",
-                                                          f"Bootstrap interval bound ({bound}) of {spec.name}.", None)
+            if spec.name not in metrics:
+                metrics.update((entry["name"], entry) for entry in _metric_entries(spec))
         metric_groups.append({"name": f"safetyrepro_{name}_metrics", "display_name": f"{name} metrics",
                               "metrics": [{"name": s.name, "split": "${main_split}"} for s in specs]})
         primary = next(s.name for s in specs if s.primary)

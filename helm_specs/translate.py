@@ -8,7 +8,9 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
+
+from pydantic import ValidationError
 
 from safetyrepro.adapters import (
     SafetyReproError,
@@ -34,6 +36,8 @@ ENTRY_ARGUMENTS: dict[str, str] = {
     "decoding": " | ".join(DECODING_TEMPERATURE),
     "limit": "the first N items of the core's fixed subset (default: all of it)",
     "max_new_tokens": f"generation budget (default: {DIRECT_MAX_NEW_TOKENS} direct, {REASONING_MAX_NEW_TOKENS} reasoning)",
+    "extraction": " | ".join(get_args(RunConfig.model_fields["extraction"].annotation))
+                  + " (xstest-strmatch: safetyrepro_xstest with scoring=regex only)",
     "data_dir": "the benchmark data folder (default: $SAFETYREPRO_DATA_DIR, else the download cache)",
 }
 """Run-entry arguments a ``safetyrepro_<benchmark>`` entry takes, with their allowed values."""
@@ -80,7 +84,19 @@ def entry_config(benchmark: str, args: dict[str, Any], model: ModelSpec | None =
     fields["batch_size"] = 1
     if model is not None:
         fields["model"] = model.model_dump()
-    return build_config(fields, source=f"run entry safetyrepro_{benchmark}")
+    source = f"run entry safetyrepro_{benchmark}"
+    if "extraction" not in fields:
+        return build_config(fields, source=source)
+    # The rest of the entry first, so a problem elsewhere is named as itself; then the core's own
+    # rule for extraction (which benchmark and scoring path it applies to), which is not repeated
+    # here -- only its refusal is turned into an entry-level fix.
+    build_config({k: v for k, v in fields.items() if k != "extraction"}, source=source)
+    try:
+        return RunConfig.model_validate(fields)
+    except ValidationError as exc:
+        reason = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+        raise ConfigError(f"{source}: extraction={fields['extraction']!r} cannot be used here ({reason})",
+                          f"remove extraction=, or use extraction={ENTRY_ARGUMENTS['extraction']}") from None
 
 
 @functools.lru_cache(maxsize=8)
