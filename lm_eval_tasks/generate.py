@@ -21,6 +21,7 @@ import hashlib
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -29,7 +30,11 @@ from safetyrepro.adapters.atomic import publish_dir, stage_dir
 from safetyrepro.adapters.builtin_plugin import safetyrepro_benchmarks as builtin_benchmarks
 from safetyrepro.adapters.builtin_plugin import safetyrepro_template_styles as builtin_styles
 from safetyrepro.adapters.datafiles import cache_root
+from safetyrepro.adapters.metrics import UNPARSED_RATE
 from safetyrepro.adapters.shapes import GENERATE, GENERATE_THEN_LOGLIKELIHOOD, declared_shape, harness_scorings
+
+if TYPE_CHECKING:
+    from safetyrepro.adapters import Benchmark
 
 COMMITTED = Path(__file__).resolve().parent
 BUILTIN_BENCHMARKS = tuple(b.name for b in builtin_benchmarks())
@@ -61,15 +66,22 @@ def task_name(benchmark: str, style: str, scoring: str) -> str:
 
 
 def metric_names(benchmark: str, *, generated: bool = False) -> list[str]:
-    """The core's declared metric names, plus the raw ``unparsed`` count on the regex path."""
-    names = [spec.name for spec in get_benchmark(benchmark).all_metric_specs()]
+    """What the core reports to a harness (declared metrics, each target metric followed by its
+    ``<name>_distance``), plus the raw ``unparsed`` count on the regex path."""
+    names = [spec.name for spec in get_benchmark(benchmark).harness_metric_specs()]
     return names + [UNPARSED_COUNT] if generated else names
+
+
+def higher_is_better(benchmark: str, name: str) -> bool | None:
+    """lm-eval's direction flag: the core's (``None`` for a raw target metric such as CrowS-Pairs'
+    ``pct_stereotype``, where neither way is better -- lm-eval reads ``null`` as given, prints no
+    arrow and writes ``null``; its ``_distance`` carries the ranking, lower is better)."""
+    return False if name == UNPARSED_COUNT else get_benchmark(benchmark).metric_spec(name).higher_is_better
 
 
 def task_config(benchmark: str, style_name: str, scoring: str) -> dict:
     """One task: its shape (what lm-eval asks) comes from the scorer's declarations, never its name."""
     style = get_style(style_name)
-    bench = get_benchmark(benchmark)
     shape = declared_shape(get_scorer(scoring), style)
     config: dict = {
         "task": task_name(benchmark, style_name, scoring),
@@ -98,11 +110,20 @@ def task_config(benchmark: str, style_name: str, scoring: str) -> dict:
                        "process_results": _Function("binding.process_logprob")})
     config["metric_list"] = [
         {"metric": name, "aggregation": _Function(f"binding.agg_{name}"),
-         "higher_is_better": name != UNPARSED_COUNT and bench.metric_spec(name).higher_is_better}
+         "higher_is_better": higher_is_better(benchmark, name)}
         for name in metric_names(benchmark, generated=shape == GENERATE)
     ]
     config["metadata"] = {"version": 1.0, "benchmark": benchmark, "template": style_name, "scoring": scoring}
     return config
+
+
+def group_metrics(bench: Benchmark) -> list[str]:
+    """What a group averages over its tasks: the primary metric -- and, when that is a target
+    metric (CrowS-Pairs), its distance, the one a "lower is better" reader can rank -- and
+    ``unparsed_rate``."""
+    primary = bench.metric_spec(bench.primary_metric)
+    distance = [primary.distance().name] if primary.direction == "target" else []
+    return [primary.name, *distance, UNPARSED_RATE]
 
 
 def group_config(benchmark: str, styles: tuple[str, ...]) -> dict:
@@ -116,7 +137,7 @@ def group_config(benchmark: str, styles: tuple[str, ...]) -> dict:
                  for sc in harness_scorings(get_style(s))],
         "aggregate_metric_list": [
             {"metric": name, "aggregation": "mean", "weight_by_size": False}
-            for name in (bench.primary_metric, "unparsed_rate")
+            for name in group_metrics(bench)
         ],
         "metadata": {"version": 1.0},
     }

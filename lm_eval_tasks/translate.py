@@ -16,11 +16,12 @@ from typing import Any
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from safetyrepro.lm_eval_tasks.generate import metric_names
+from safetyrepro.lm_eval_tasks.generate import metric_names, task_name
 from safetyrepro.adapters import (
     Cell,
     ConfigError,
     Outcome,
+    RunConfig,
     all_benchmarks,
     build_config,
     get_benchmark,
@@ -28,32 +29,56 @@ from safetyrepro.adapters import (
     logprob_context,
     prepare_cell,
 )
+from safetyrepro.adapters.metrics import json_ready
 from safetyrepro.adapters.shapes import harness_shape, shape_responses
 
-def _cell(benchmark: str, template: str, scoring: str, data_dir: str | None) -> Cell:
-    return _asked(benchmark, template, scoring, data_dir)[0]
+STANDARD_EXTRACTION = "standard"
+EXTRACTION_FIX = ("leave extraction out (standard), or pass --metadata '{\"extraction\": \"xstest-strmatch\"}' "
+                  "only with the XSTest regex tasks, e.g. --tasks 'safetyrepro_xstest_*_regex'")
 
 
-def _asked(benchmark: str, template: str, scoring: str, data_dir: str | None) -> tuple[Cell, str]:
-    return _prepared(benchmark, template, scoring, data_dir or os.environ.get("SAFETYREPRO_DATA_DIR"))
+def _cell(doc: dict[str, Any]) -> Cell:
+    return _asked(doc)[0]
+
+
+def _asked(doc: dict[str, Any]) -> tuple[Cell, str]:
+    """The prepared cell a document came from (its task arguments ride in the document, since
+    ``process_results`` sees nothing else), and the shape it asks."""
+    return _prepared(doc["benchmark"], doc["template"], doc["scoring"],
+                     doc["data_dir"] or os.environ.get("SAFETYREPRO_DATA_DIR"), doc["extraction"])
+
+
+def _config(benchmark: str, template: str, scoring: str, extraction: str) -> RunConfig:
+    """The cell's configuration. ``extraction`` (``--metadata``, for every task of the run) is
+    checked by the core's own rule, after the rest, so its error names the lm-eval fix."""
+    asked = {"benchmark": benchmark, "template": template, "scoring": scoring}
+    source = f"lm-eval task {task_name(benchmark, template, scoring)}"
+    config = build_config(asked, source=source)
+    if extraction == STANDARD_EXTRACTION:
+        return config
+    try:
+        return build_config({**asked, "extraction": extraction}, source=source)
+    except ConfigError as exc:
+        raise ConfigError(exc.what, EXTRACTION_FIX) from None
 
 
 @functools.cache
-def _prepared(benchmark: str, template: str, scoring: str, data_dir: str | None) -> tuple[Cell, str]:
-    """One prepared cell per (benchmark, template, scoring, data folder) in the process, and the
-    shape its scoring path asks: one lm-eval can ask (checked over every item once, here; one
-    clear error otherwise)."""
-    cell = prepare_cell(build_config({"benchmark": benchmark, "template": template, "scoring": scoring}),
-                        data_dir=data_dir)
+def _prepared(benchmark: str, template: str, scoring: str, data_dir: str | None,
+              extraction: str = STANDARD_EXTRACTION) -> tuple[Cell, str]:
+    """One prepared cell per (benchmark, template, scoring, data folder, extraction) in the
+    process, and the shape its scoring path asks: one lm-eval can ask (checked over every item
+    once, here; one clear error otherwise)."""
+    cell = prepare_cell(_config(benchmark, template, scoring, extraction), data_dir=data_dir)
     return cell, harness_shape(cell, "lm-eval")
 
 
 @functools.cache
-def _datasets(benchmark: str, template: str, scoring: str, data_dir: str | None, env_data_dir: str | None) -> Any:
+def _datasets(benchmark: str, template: str, scoring: str, data_dir: str | None, env_data_dir: str | None,
+              extraction: str = STANDARD_EXTRACTION) -> Any:
     """The task's documents; keyed by the environment's data folder too, which a None data_dir means."""
     import datasets
 
-    cell, _ = _prepared(benchmark, template, scoring, data_dir or env_data_dir)
+    cell, _ = _prepared(benchmark, template, scoring, data_dir or env_data_dir, extraction)
     # lm-eval needs some target index even where no option is correct (CrowS-Pairs): 0.
     test = [_doc(cell, c.item.id, c.user_turn, list(c.answer_strings),
                  c.item.gold if c.item.gold is not None else 0, data_dir) for c in cell.items]
@@ -71,6 +96,7 @@ def _doc(cell: Cell, item_id: str, query: str, choices: list[str], target: int, 
         "template": cell.style.name,
         "scoring": cell.config.scoring,
         "data_dir": data_dir or "",
+        "extraction": cell.config.extraction,
         "query": query,
         "system": cell.system or "",
         "choices": choices,
@@ -79,29 +105,32 @@ def _doc(cell: Cell, item_id: str, query: str, choices: list[str], target: int, 
 
 
 def load_docs(benchmark: str | None = None, template: str | None = None, scoring: str = "logprob",
-              data_dir: str | None = None, **_: Any):
+              data_dir: str | None = None, extraction: str = STANDARD_EXTRACTION, **_: Any):
     """``custom_dataset``: the core's prepared cell -- its fixed subset as split ``test`` and its
     exemplar pool, in pool order, as split ``fewshot`` (read with ``sampler: first_n``).
 
-    ``benchmark``, ``template`` and ``scoring`` come from the task's ``metadata``; ``data_dir`` from
-    ``--metadata '{"data_dir": ...}'`` or ``SAFETYREPRO_DATA_DIR``.
+    lm-eval calls it with the task's ``metadata`` merged with ``--metadata`` (and the model
+    arguments, ignored here): ``benchmark``, ``template`` and ``scoring`` from the YAML;
+    ``data_dir`` from ``--metadata '{"data_dir": ...}'`` or ``SAFETYREPRO_DATA_DIR``; ``extraction``
+    from ``--metadata '{"extraction": "xstest-strmatch"}'`` (XSTest's own string match on the
+    XSTest regex tasks).
     """
     if not benchmark or not template:
         raise ConfigError("a safetyrepro lm-eval task needs metadata benchmark and template",
                           "use the generated task YAMLs (python -m safetyrepro.lm_eval_tasks.generate)")
-    return _datasets(benchmark, template, scoring, data_dir, os.environ.get("SAFETYREPRO_DATA_DIR"))
+    return _datasets(benchmark, template, scoring, data_dir, os.environ.get("SAFETYREPRO_DATA_DIR"), extraction)
 
 
 def _read(doc: dict[str, Any], generation: str | None, scored: list[Any]) -> Outcome:
     """The document's decision by its scorer, from lm-eval's answers in the scorer's request order."""
-    cell, shape = _asked(doc["benchmark"], doc["template"], doc["scoring"], doc["data_dir"] or None)
+    cell, shape = _asked(doc)
     return get_scorer(doc["scoring"]).read(cell, cell.item(doc["item_id"]), shape_responses(shape, generation, scored))
 
 
 def _per_metric(doc: dict[str, Any], outcome: Outcome, *, generated: bool = False) -> dict[str, Any]:
     # lm-eval gives every metric its own per-document value; each carries the whole outcome so
     # the core can compute ratio metrics (bias scores) over all documents at aggregation time.
-    cell = _cell(doc["benchmark"], doc["template"], doc["scoring"], doc["data_dir"] or None)
+    cell = _cell(doc)
     payload = {"benchmark": doc["benchmark"], "gold": cell.item(doc["item_id"]).item.gold, **outcome.model_dump()}
     return {name: payload for name in metric_names(doc["benchmark"], generated=generated)}
 
@@ -128,11 +157,39 @@ def agg_unparsed(payloads: list[dict[str, Any]]) -> int:
     return sum(p["prediction"] is None for p in payloads)
 
 
-def _aggregate(name: str, payloads: list[dict[str, Any]]) -> float:
+def _aggregate(name: str, payloads: list[dict[str, Any]]) -> float | None:
+    """The core's value of metric ``name`` over the task's documents (distances included); None
+    where there is nothing to measure (NaN in the core): lm-eval writes None as ``null`` in its
+    results JSON and prints an empty cell, where NaN would be a bare ``NaN`` in both."""
     bench = get_benchmark(payloads[0]["benchmark"])
     outcomes = [Outcome.model_validate({k: v for k, v in p.items() if k not in ("benchmark", "gold")})
                 for p in payloads]
-    return bench.measure(outcomes, seed=0, n_resamples=0)[name].value
+    return json_ready(bench.measure_for_harness(outcomes, seed=0, n_resamples=0)[name].value)
+
+
+def _undefined_member_leaves_the_group_undefined() -> None:
+    """Let a group average over a task whose metric is None. lm-eval 0.4.13 averages a group's
+    tasks with ``sum(value * size)`` (``lm_eval/api/metrics.py`` aggregate_subtask_metrics), which
+    raises TypeError on None, and ignores a callable ``aggregation`` in a group's
+    ``aggregate_metric_list`` (``lm_eval/api/group.py`` always calls that function), so the group
+    YAML has no hook. The wrapper answers None -- a mean over an undefined member is undefined, as
+    NaN arithmetic would say -- and leaves every all-number call to lm-eval unchanged."""
+    from lm_eval.api import metrics
+
+    original = metrics.aggregate_subtask_metrics
+    if getattr(original, "safetyrepro_wrapped", False):
+        return
+
+    def aggregate_subtask_metrics(values, sizes, weight_by_size=True):  # noqa: ANN001, ANN202 - lm-eval's signature
+        if any(v is None for v in values):
+            return None
+        return original(values, sizes, weight_by_size)
+
+    aggregate_subtask_metrics.safetyrepro_wrapped = True  # type: ignore[attr-defined]
+    metrics.aggregate_subtask_metrics = aggregate_subtask_metrics
+
+
+_undefined_member_leaves_the_group_undefined()
 
 
 def __getattr__(attribute: str):
@@ -141,7 +198,7 @@ def __getattr__(attribute: str):
     if attribute.startswith("agg_"):
         name = attribute[len("agg_"):]
         if any(name in metric_names(b) for b in all_benchmarks()):
-            def aggregation(payloads: list[dict[str, Any]]) -> float:
+            def aggregation(payloads: list[dict[str, Any]]) -> float | None:
                 return _aggregate(name, payloads)
 
             aggregation.__name__ = attribute
