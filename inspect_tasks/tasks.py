@@ -2,14 +2,15 @@
 
 Samples, chat messages (system message, few-shot turns), candidates, gold, extraction and metrics
 all come from the core's prepared cell (``safetyrepro.adapters.prepare_cell``) and its model-free
-scoring; this module maps them onto Inspect's Sample / solver / scorer / metric. Decoding is
-Inspect's own (``--temperature``, ``--seed``, ``--max-tokens``); greedy is the default.
+scoring; this module maps them onto Inspect's Sample / solver / scorer (the metrics are in
+``metrics.py``). Decoding is Inspect's own (``--temperature``, ``--seed``, ``--max-tokens``); greedy is
+the default.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, get_args
 
 from inspect_ai import Task, task
 from inspect_ai._util.error import PrerequisiteError
@@ -24,17 +25,16 @@ from inspect_ai.model import (
     get_model,
 )
 from inspect_ai.model._model import active_model
-from inspect_ai.scorer import CORRECT, INCORRECT, NOANSWER, SampleScore, Score, Target, metric, scorer
+from inspect_ai.scorer import CORRECT, INCORRECT, NOANSWER, Score, Target, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 
 from safetyrepro.adapters import (
     Cell,
     ConfigError,
-    Outcome,
+    RunConfig,
     SafetyReproError,
     build_config,
     default_budget,
-    get_benchmark,
     get_scorer,
     prepare_cell,
 )
@@ -42,9 +42,13 @@ from safetyrepro.adapters.shapes import GENERATE, LOGLIKELIHOOD, harness_shape, 
 
 from safetyrepro.adapters.config import DECODING_TEMPERATURE
 
+from .metrics import benchmark_metrics
 from .provider import LOGLIKELIHOOD_REQUEST, PROVIDER, SafetyReproAPI
 
 DECODINGS = {temperature: name for name, temperature in DECODING_TEMPERATURE.items()}
+EXTRACTIONS: tuple[str, ...] = get_args(RunConfig.model_fields["extraction"].annotation)
+"""The regex readouts the core offers (``-T extraction=``)."""
+STANDARD = RunConfig.model_fields["extraction"].default
 
 
 def _messages(raw: tuple[dict[str, str], ...]) -> list[ChatMessage]:
@@ -53,11 +57,12 @@ def _messages(raw: tuple[dict[str, str], ...]) -> list[ChatMessage]:
 
 
 @functools.lru_cache(maxsize=32)
-def _cell(benchmark: str, template: str, scoring: str, fewshot: int, data_dir: str | None) -> Cell:
+def _cell(benchmark: str, template: str, scoring: str, fewshot: int, data_dir: str | None,
+          extraction: str = STANDARD) -> Cell:
     """The core's prepared cell, once per argument set (the task, its solver and its scorer share it)."""
     try:
-        config = build_config({"benchmark": benchmark, "template": template, "scoring": scoring, "fewshot": fewshot},
-                              source="task arguments (-T)")
+        config = _config({"benchmark": benchmark, "template": template, "scoring": scoring, "fewshot": fewshot},
+                         extraction)
         cell = prepare_cell(config, data_dir=data_dir)
         harness_shape(cell, "Inspect")  # a scoring path Inspect cannot ask is one clear error
         return cell
@@ -65,10 +70,30 @@ def _cell(benchmark: str, template: str, scoring: str, fewshot: int, data_dir: s
         raise PrerequisiteError(f"error: {exc}") from None
 
 
+def _config(fields: dict[str, Any], extraction: str) -> RunConfig:
+    """The core's configuration of the task arguments. The core decides where ``extraction``
+    applies (RunConfig refuses xstest-strmatch off XSTest's regex path); its refusal is reworded
+    here in -T terms, since its generic "correct the named fields" names no -T argument."""
+    source = "task arguments (-T)"
+    if extraction not in EXTRACTIONS:
+        raise ConfigError(f"unknown extraction {extraction!r}", f"use -T extraction= one of {list(EXTRACTIONS)}")
+    try:
+        return build_config({**fields, "extraction": extraction}, source=source)
+    except ConfigError:
+        if extraction == STANDARD:
+            raise
+        build_config(fields, source=source)  # another bad argument is reported as itself
+        raise ConfigError(
+            f"-T extraction={extraction} does not apply to benchmark {fields['benchmark']!r} with -T scoring="
+            f"{fields['scoring']} (XSTest's own string match reads XSTest generations on the regex path only)",
+            "drop -T extraction, or run safetyrepro/xstest -T scoring=regex -T extraction=xstest-strmatch") from None
+
+
 def build_task(benchmark: str, template: str = "minimal", scoring: str = "logprob", fewshot: int = 0,
-               data_dir: str | None = None) -> Task:
-    """The Inspect task of one benchmark x template x scoring x few-shot, from the core's cell."""
-    cell = _cell(benchmark, template, scoring, fewshot, data_dir)
+               data_dir: str | None = None, extraction: str = STANDARD) -> Task:
+    """The Inspect task of one benchmark x template x scoring x few-shot (x regex readout), from the
+    core's cell."""
+    cell = _cell(benchmark, template, scoring, fewshot, data_dir, extraction)
     if harness_shape(cell) != GENERATE:
         # Inspect resolves the model before the tasks: refuse here, before any sample runs.
         _require_loglikelihoods(active_model())
@@ -85,14 +110,16 @@ def build_task(benchmark: str, template: str = "minimal", scoring: str = "logpro
     ]
     return Task(
         dataset=MemoryDataset(samples, name=f"safetyrepro_{benchmark}_{template}"),
-        solver=safetyrepro_solver(benchmark, template, scoring, fewshot, data_dir),
-        scorer=safetyrepro_scorer(benchmark, template, scoring, fewshot, data_dir),
+        solver=safetyrepro_solver(benchmark, template, scoring, fewshot, data_dir, extraction),
+        scorer=safetyrepro_scorer(benchmark, template, scoring, fewshot, data_dir, extraction),
+        # The benchmark's metrics with their directions (metrics.py); they replace the scorer's own.
+        metrics=benchmark_metrics(benchmark),
         # Greedy unless --temperature says otherwise (the safetyrepro/ provider decodes greedily at
         # temperature 0 or unset; the stock hf/ provider needs -M do_sample=false).
         config=GenerateConfig(max_tokens=default_budget(cell.style)),
         version=1,
         metadata={"benchmark": benchmark, "template": template, "scoring": scoring, "fewshot": fewshot,
-                  "subset_manifest_sha256": cell.manifest.sha256},
+                  "extraction": extraction, "subset_manifest_sha256": cell.manifest.sha256},
     )
 
 
@@ -114,7 +141,8 @@ def _config_hash(cell: Cell, reported: dict[str, Any], *, generates: bool) -> st
     budget = reported.get("max_tokens")
     fields: dict[str, Any] = {
         "benchmark": cell.config.benchmark, "template": cell.config.template, "scoring": cell.config.scoring,
-        "fewshot": cell.config.fewshot, "decoding": decoding, "batch_size": 1, "model": reported["model_spec"],
+        "fewshot": cell.config.fewshot, "extraction": cell.config.extraction, "decoding": decoding, "batch_size": 1,
+        "model": reported["model_spec"],
         "max_new_tokens": budget if budget is not None and budget != default_budget(cell.style) else None,
     }
     if reported.get("run_seed") is not None:
@@ -126,11 +154,12 @@ def _config_hash(cell: Cell, reported: dict[str, Any], *, generates: bool) -> st
 
 
 @solver
-def safetyrepro_solver(benchmark: str, template: str, scoring: str, fewshot: int, data_dir: str | None):
+def safetyrepro_solver(benchmark: str, template: str, scoring: str, fewshot: int, data_dir: str | None,
+                       extraction: str = STANDARD):
     """What the scorer's shape asks (``requests.harness_shape``): one generation; candidate
     loglikelihoods from the ``safetyrepro/`` provider (no other provider can give them); or a
     generation first and the candidates after it."""
-    cell = _cell(benchmark, template, scoring, fewshot, data_dir)
+    cell = _cell(benchmark, template, scoring, fewshot, data_dir, extraction)
     shape = harness_shape(cell, "Inspect")
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
@@ -152,25 +181,12 @@ def safetyrepro_solver(benchmark: str, template: str, scoring: str, fewshot: int
     return solve
 
 
-@metric(scores="unreduced")
-def safetyrepro_metrics():
-    """Every metric the benchmark declares (plus unparsed_rate), computed by the core from all
-    samples' outcomes: one results column each."""
-
-    def compute(scores: list[SampleScore]) -> dict[str, float]:
-        if not scores:  # Inspect also asks for an empty set; there is nothing to report
-            return {}
-        outcomes = [Outcome.model_validate(s.score.metadata["outcome"]) for s in scores]
-        bench = get_benchmark(scores[0].score.metadata["benchmark"])
-        return {name: value.value for name, value in bench.measure(outcomes, seed=0, n_resamples=0).items()}
-
-    return compute
-
-
-@scorer(metrics=[safetyrepro_metrics()])
-def safetyrepro_scorer(benchmark: str, template: str, scoring: str, fewshot: int, data_dir: str | None):
+# No metrics of its own: they depend on the benchmark, and the task passes them (Task(metrics=...)).
+@scorer(metrics=[])
+def safetyrepro_scorer(benchmark: str, template: str, scoring: str, fewshot: int, data_dir: str | None,
+                       extraction: str = STANDARD):
     """The core scorer's decision for each sample; unparsed is Inspect's NOANSWER, never a class."""
-    cell = _cell(benchmark, template, scoring, fewshot, data_dir)
+    cell = _cell(benchmark, template, scoring, fewshot, data_dir, extraction)
     shape = harness_shape(cell, "Inspect")
     reader = get_scorer(scoring)
 
@@ -201,47 +217,51 @@ def safetyrepro_scorer(benchmark: str, template: str, scoring: str, fewshot: int
             explanation=f"extraction rule: {outcome.extraction_rule}",
             metadata={"benchmark": benchmark, "outcome": outcome.model_dump(mode="json"), "prompt": prompt,
                       "logprob_context": context, "candidates": cell_item.candidates,
-                      "gold": cell_item.item.gold, "config_hash": config_hash},
+                      "gold": cell_item.item.gold, "extraction_flags": outcome.extraction_flags,
+                      "config_hash": config_hash},
         )
 
     return score
 
 
 @task
-def truthfulqa(template: str = "minimal", scoring: str = "logprob", fewshot: int = 0,
-               data_dir: str | None = None) -> Task:
+def truthfulqa(template: str = "minimal", scoring: str = "logprob", fewshot: int = 0, data_dir: str | None = None,
+               extraction: str = STANDARD) -> Task:
     """TruthfulQA MC1 (see ``safetyrepro list`` for templates)."""
-    return build_task("truthfulqa", template, scoring, fewshot, data_dir)
+    return build_task("truthfulqa", template, scoring, fewshot, data_dir, extraction)
 
 
 @task
-def bbq(template: str = "minimal", scoring: str = "logprob", fewshot: int = 0, data_dir: str | None = None) -> Task:
+def bbq(template: str = "minimal", scoring: str = "logprob", fewshot: int = 0, data_dir: str | None = None,
+        extraction: str = STANDARD) -> Task:
     """BBQ: accuracy and the ambiguous/disambiguated bias scores."""
-    return build_task("bbq", template, scoring, fewshot, data_dir)
+    return build_task("bbq", template, scoring, fewshot, data_dir, extraction)
 
 
 @task
-def toxigen(template: str = "minimal", scoring: str = "logprob", fewshot: int = 0,
-            data_dir: str | None = None) -> Task:
+def toxigen(template: str = "minimal", scoring: str = "logprob", fewshot: int = 0, data_dir: str | None = None,
+            extraction: str = STANDARD) -> Task:
     """ToxiGen (annotated train split): is the statement hateful?"""
-    return build_task("toxigen", template, scoring, fewshot, data_dir)
+    return build_task("toxigen", template, scoring, fewshot, data_dir, extraction)
 
 
 @task
-def crows_pairs(template: str = "minimal", scoring: str = "logprob", fewshot: int = 0,
-                data_dir: str | None = None) -> Task:
+def crows_pairs(template: str = "minimal", scoring: str = "logprob", fewshot: int = 0, data_dir: str | None = None,
+                extraction: str = STANDARD) -> Task:
     """CrowS-Pairs: percent of pairs where the more stereotypical sentence is chosen (50 is ideal)."""
-    return build_task("crows_pairs", template, scoring, fewshot, data_dir)
+    return build_task("crows_pairs", template, scoring, fewshot, data_dir, extraction)
 
 
 @task
-def xstest(template: str = "minimal", scoring: str = "logprob", fewshot: int = 0, data_dir: str | None = None) -> Task:
-    """XSTest v2: compliance on safe prompts, refusal on unsafe ones."""
-    return build_task("xstest", template, scoring, fewshot, data_dir)
+def xstest(template: str = "minimal", scoring: str = "logprob", fewshot: int = 0, data_dir: str | None = None,
+           extraction: str = STANDARD) -> Task:
+    """XSTest v2: compliance on safe prompts, refusal on unsafe ones. ``-T scoring=regex -T
+    extraction=xstest-strmatch`` reads the generations with XSTest's own published string match."""
+    return build_task("xstest", template, scoring, fewshot, data_dir, extraction)
 
 
 @task
 def benchmark(name: str, template: str = "minimal", scoring: str = "logprob", fewshot: int = 0,
-              data_dir: str | None = None) -> Task:
+              data_dir: str | None = None, extraction: str = STANDARD) -> Task:
     """Any registered benchmark by name, plugins' included: ``-T name=<benchmark>``."""
-    return build_task(name, template, scoring, fewshot, data_dir)
+    return build_task(name, template, scoring, fewshot, data_dir, extraction)
