@@ -42,6 +42,9 @@ class HarnessRun:
     """Metrics as the harness itself reported them, per benchmark."""
     ladder: dict[str, dict[str, dict[str, HarnessItem]]] = field(default_factory=dict)
     """Native runs: the factor ladder's intermediate steps, per benchmark (``native.LADDER_STEPS``)."""
+    notes: dict[str, str] = field(default_factory=dict)
+    """How a benchmark was run where the harness's own defaults needed data (e.g. the rows HELM's
+    in-context examples came from), per benchmark (shown in the report)."""
 
     @property
     def label(self) -> str:

@@ -71,6 +71,17 @@ def _truthfulqa_rows(cell: Cell) -> list[dict[str, Any]]:
     return rows
 
 
+def bbq_category_rows(cell: Cell) -> dict[str, list[dict[str, Any]]]:
+    """Every upstream BBQ row in the data folder, per category, in file order."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for path in _paths(cell).values():
+        if path.suffix == ".jsonl":
+            rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            for row in rows:
+                out.setdefault(row["category"], []).append(row)
+    return out
+
+
 def bbq_rows(cell: Cell) -> list[dict[str, Any]]:
     """``oskarvanderwal/bbq`` (``All``): the upstream JSONL rows as they are."""
     wanted = {(c.item.id.split("/")[1], c.item.id.split("/")[2]): c.item.id for c in cell.items}

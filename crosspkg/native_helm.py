@@ -56,23 +56,94 @@ def _seed_helm_truthfulqa(cell: Cell, scenarios: Path) -> dict[str, str]:
     return {rows[i][2].strip(): item_id for i, item_id in wanted.items()}
 
 
-def _seed_helm_bbq(cell: Cell, scenarios: Path) -> dict[str, str]:
-    """HELM's ``bbq`` reads ``data/<Category>`` for all 11 categories, shuffles and holds out 1000
-    as test. Seeded with the core's items only (categories without any are empty files): all are
-    test instances, and HELM finds no training instances for its 5-shot prompt (it says so)."""
+HELM_BBQ_TEST_SIZE = 1000
+"""``bbq_scenario.DEFAULT_TEST_SIZE``: after its seeded shuffle HELM's BBQ keeps the last 1000 rows
+as test instances and the rest as its in-context pool."""
+HELM_BBQ_POOL = 50
+"""BBQ rows (none of them evaluated) seeded as HELM's in-context pool, so its BBQ runs 5-shot as it
+does by default."""
+
+
+def helm_bbq_layout(n_items: int, pool: int = HELM_BBQ_POOL) -> tuple[list[int], list[int]]:
+    """Where, in the order HELM reads its category files, the evaluated items and the in-context
+    pool must stand so that HELM's own steps pick exactly them: ``random.seed(0)`` then shuffle the
+    rows (``BBQScenario.get_instances``; train = the first ``len - 1000``), then
+    ``np.random.seed(0)`` and choose ``--max-eval-instances`` of the 1000 test instances without
+    replacement (``runner.downsample_eval_instances``). Both depend only on the counts, so they
+    are replayed here. Returns (positions of the evaluated items, positions of the pool)."""
+    import random
+
+    import numpy as np
+
+    total = HELM_BBQ_TEST_SIZE + pool
+    shuffled = list(range(total))
+    random.Random(0).shuffle(shuffled)  # the same sequence as random.seed(0); random.shuffle(...)
+    np.random.seed(0)
+    chosen = np.random.choice(np.arange(HELM_BBQ_TEST_SIZE), n_items, replace=False)
+    return sorted(shuffled[pool + int(c)] for c in chosen), sorted(shuffled[:pool])
+
+
+def seed_helm_bbq(cell: Cell, scenarios: Path) -> dict[str, str]:
+    """HELM's ``bbq`` reads ``data/<Category>`` for all 11 categories, shuffles them and holds out
+    1000 rows as test; its run picks ``--max-eval-instances`` of those, and its prompt takes 5
+    in-context examples from the rest. Seeded so that the evaluated instances are exactly the
+    core's items and the rest are other BBQ rows, each in its own category's file
+    (:func:`helm_bbq_layout`): HELM runs 5-shot, as it does by default, on the core's items."""
+    from .native import bbq_category_rows
+
+    core = bbq_rows(cell)
+    evaluated = {(r["category"], str(r["example_id"])) for r in core}
+    available = bbq_category_rows(cell)
+    others = {c: [r for r in available.get(c, []) if (c, str(r["example_id"])) not in evaluated]
+              for c in HELM_BBQ_CATEGORIES}
+    wanted = {c: [r for r in core if r["category"] == c] for c in HELM_BBQ_CATEGORIES}
+    at_items, at_pool = helm_bbq_layout(len(core))
+    total = HELM_BBQ_TEST_SIZE + HELM_BBQ_POOL
+    # Category blocks are contiguous in HELM's reading order: each must hold exactly its own core
+    # items' positions and no more rows than the category has; every block ends as late as that allows.
+    blocks, start, placed = {}, 0, 0
+    for index, category in enumerate(HELM_BBQ_CATEGORIES):
+        placed += len(wanted[category])
+        later = [c for c in HELM_BBQ_CATEGORIES[index + 1:] if wanted[c] or others[c]]
+        limit = at_items[placed] if placed < len(at_items) else total
+        end = min(limit if later else total, start + len(wanted[category]) + len(others[category]))
+        if placed and at_items[placed - 1] >= end:
+            raise FileNotFoundError(f"enough BBQ rows of category {category} to place HELM's test set")
+        blocks[category], start = (start, end), end
+    if start != total:
+        raise FileNotFoundError(f"{total} BBQ rows for HELM's test set and its in-context pool")
     folder = scenarios / "bbq" / "data"
     folder.mkdir(parents=True, exist_ok=True)
-    rows = bbq_rows(cell)
-    for category in HELM_BBQ_CATEGORIES:
-        lines = [json.dumps({k: v for k, v in r.items() if k != "safetyrepro_id"}) + "\n" for r in rows
-                 if r["category"] == category]
+    items, pool = set(at_items), set(at_pool)
+    seeded_pool = []
+    for category, (first, end) in blocks.items():
+        own, filler, lines = iter(wanted[category]), iter(others[category]), []
+        for position in range(first, end):
+            row = next(own) if position in items else next(filler)
+            if position in pool:
+                seeded_pool.append(f"{category}/{row['example_id']}")
+            lines.append(json.dumps({k: v for k, v in row.items() if k != "safetyrepro_id"}) + "\n")
         (folder / category).write_text("".join(lines))
-    return {(r["context"].strip() + "\n" + r["question"].strip()): r["safetyrepro_id"] for r in rows}
+    (folder.parent / "safetyrepro_pool.json").write_text(json.dumps(seeded_pool) + "\n")
+    return {(r["context"].strip() + "\n" + r["question"].strip()): r["safetyrepro_id"] for r in core}
+
+
+def helm_bbq_shots(folder: Path, scenarios: Path) -> str:
+    """Which seeded pool rows HELM's BBQ prompts used as in-context examples (read from the
+    prompts in its scenario state), for the report."""
+    state = json.loads((folder / "scenario_state.json").read_text())
+    prompts = "\n".join(r["request"]["prompt"] for r in state["request_states"])
+    pool = json.loads((scenarios / "bbq" / "safetyrepro_pool.json").read_text())
+    rows = {f"{c}/{r['example_id']}": r for c in HELM_BBQ_CATEGORIES
+            for r in (json.loads(line) for line in (scenarios / "bbq" / "data" / c).read_text().splitlines() if line)}
+    used = [key for key in pool if rows[key]["context"].strip() in prompts]
+    return (f"HELM's own {len(used)}-shot prompt, its in-context examples from BBQ rows that are not evaluated "
+            f"(a pool of {len(pool)} seeded as HELM's train split): {', '.join(used) or 'none'}")
 
 
 HELM_NATIVE = {
     "truthfulqa": ("truthful_qa:task=mc_single,method=multiple_choice_joint", _seed_helm_truthfulqa),
-    "bbq": ("bbq:subject=all,method=multiple_choice_joint", _seed_helm_bbq),
+    "bbq": ("bbq:subject=all,method=multiple_choice_joint", seed_helm_bbq),
 }
 
 
@@ -128,8 +199,10 @@ def helm_native(anchor: Anchor, out: Path) -> HarnessRun:
                            f"model={base.name}")
     if not entries:
         return run
+    # exactly the core's items: BBQ's seeding places them where HELM's downsampling of its 1000
+    # test rows picks this many (every other entry has at most this many test instances)
     run.command = [str(BIN / "helm-run"), "--run-entries", *entries, "--suite", "native", "--max-eval-instances",
-                   str(anchor.limit + 10), "--local-path", "prod_env"]
+                   str(anchor.limit), "--local-path", "prod_env"]
     if ladder:
         run.command += ["--plugins", "safetyrepro.crosspkg.helm_ladder"]
     status, run.seconds = logged_command(run.command, out)
@@ -141,6 +214,8 @@ def helm_native(anchor: Anchor, out: Path) -> HarnessRun:
             continue
         folder = one_run_folder(runs, HELM_NATIVE[benchmark][0].split(":")[0] + ":", out)
         run.items[benchmark] = _helm_items(cell, benchmark, folder, keys[benchmark])
+        if benchmark == "bbq":
+            run.notes[benchmark] = helm_bbq_shots(folder, scenarios)
         stats = json.loads((folder / "stats.json").read_text())
         run.reported[benchmark] = {s["name"]["name"]: s["mean"] for s in stats
                                    if s["name"].get("split") in ("test", "valid") and s.get("mean") is not None

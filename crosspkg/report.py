@@ -223,6 +223,7 @@ def write_report(comparison: Comparison, folder: Path) -> list[Path]:
     grid += [[f"config sha256 ({b})", h] for b, h in header["config_sha256"].items()]
     grid += [[f"command ({k})", " ".join(v) if isinstance(v, list) else str(v)] for k, v in header["commands"].items()]
     missing = [f"{r.harness} ({r.mode}): {b}: {why}" for r in comparison.runs for b, why in r.missing.items()]
+    notes = [f"{r.harness} ({r.mode}): {b}: {how}" for r in comparison.runs for b, how in r.notes.items()]
     detail = []
     for key, entries in _diffs_json(comparison).items():
         if len(entries) > 20:
@@ -245,6 +246,8 @@ def write_report(comparison: Comparison, folder: Path) -> list[Path]:
     reported = _reported_table(comparison)
     if len(reported) > 1:
         md += ["## Native metrics as each harness reports them", "", _markdown_table(reported), ""]
+    if notes:
+        md += ["## How the native runs were fed", "", *[f"* {n}" for n in notes], ""]
     if missing:
         md += ["## Not run", "", *[f"* {m}" for m in missing], ""]
     md += ["## Item differences", "", *(detail or ["None."]), "", "## Configuration (GRID header)", "",
@@ -262,6 +265,8 @@ def write_report(comparison: Comparison, folder: Path) -> list[Path]:
                  _html_table(ladder)]
     if len(reported) > 1:
         page += ["<h2>Native metrics as each harness reports them</h2>", _html_table(reported)]
+    if notes:
+        page += ["<h2>How the native runs were fed</h2><ul>", *[f"<li>{html.escape(n)}</li>" for n in notes], "</ul>"]
     if missing:
         page += ["<h2>Not run</h2><ul>", *[f"<li>{html.escape(m)}</li>" for m in missing], "</ul>"]
     page += ["<h2>Item differences</h2>",
