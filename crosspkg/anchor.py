@@ -54,6 +54,10 @@ class Anchor(BaseModel):
     implementation of the benchmark, where it has one; ``both``."""
     seed: int = Field(default=1234, ge=0, le=2**32 - 1)
     """Seed of the bootstrap intervals (and of sampled decoding in the reference runner)."""
+    scoring_gap: bool = False
+    """Also run the other scoring path (regex where ``scoring`` is logprob, logprob where it is
+    regex) in the reference runner and every harmonized harness, on the same items, and report
+    the gap between the two paths per benchmark and harness and which items change."""
 
     @field_validator("benchmarks")
     @classmethod
@@ -85,8 +89,15 @@ class Anchor(BaseModel):
                              "model": self.model_spec.model_dump(), "seed": self.seed, "batch_size": 1},
                             source="the anchor")
 
+    @property
+    def other_scoring(self) -> str:
+        """The scoring path the gap is measured against."""
+        return "regex" if self.scoring == "logprob" else "logprob"
+
     def anchor_hash(self) -> str:
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        # a field added later is hashed only when set, so every earlier anchor keeps its hash
+        later = {"scoring_gap"} if not self.scoring_gap else set()
+        text = json.dumps(self.model_dump(mode="json", exclude=later), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -45,6 +45,8 @@ class Comparison:
     header: dict[str, Any]
     ladder: dict[str, dict[str, list[LadderStep]]] = field(default_factory=dict)
     """Native run label -> benchmark -> the factor ladder's steps."""
+    path_runs: list[HarnessRun] = field(default_factory=list)
+    """With ``scoring_gap``: the reference runner and each harmonized harness on the other scoring path."""
 
     def harmonized_pairs(self) -> list[tuple[str, str, str]]:
         """The compared pairs of two harmonized runs (native runs differ by design, not by fault)."""
@@ -122,6 +124,14 @@ def run_comparison(anchor: Anchor, out: Path, notify: Callable[[str], None]) -> 
             notify(f"{harness}: running the SafetyRepro tasks through its CLI")
             runs.append(HARMONIZED[harness](anchor, out / harness))
             notify(f"{harness}: done in {runs[-1].seconds:.0f} s")
+    path_runs: list[HarnessRun] = []
+    if anchor.scoring_gap:
+        other = anchor.model_copy(update={"scoring": anchor.other_scoring})
+        notify(f"reference runner on the other scoring path ({other.scoring})")
+        path_runs.append(reference_run(other, notify)[0])
+        for harness in anchor.harnesses if anchor.mode in ("harmonized", "both") else []:
+            notify(f"{harness}: the SafetyRepro tasks on the other scoring path ({other.scoring})")
+            path_runs.append(HARMONIZED[harness](other, out / f"{harness}-{other.scoring}"))
     if anchor.mode in ("native", "both"):
         from .native import native_runners
 
@@ -152,9 +162,10 @@ def run_comparison(anchor: Anchor, out: Path, notify: Callable[[str], None]) -> 
               "config_sha256": {b: anchor.run_config(b).config_hash() for b in anchor.benchmarks},
               "tolerance": {"same_shapes": tolerance_for(runtime, same_shapes=True),
                             "with_helm": tolerance_for(runtime, same_shapes=False)}, "harness_seconds": {f"{r.harness}/{r.mode}": round(r.seconds, 1) for r in runs},
-              "commands": {f"{r.harness}/{r.mode}": r.command for r in runs}}
+              "commands": {f"{r.harness}/{r.mode}": r.command for r in runs}
+                          | {f"{r.harness}/{r.mode}/{anchor.other_scoring}": r.command for r in path_runs}}
     return Comparison(anchor=anchor, runs=runs, scores=scores, diffs=diffs, header=header,
-                      ladder=ladders(anchor, runs))
+                      ladder=ladders(anchor, runs), path_runs=path_runs)
 
 
 def _harness_versions() -> dict[str, str]:

@@ -5,7 +5,8 @@ Formats (stable; later tools read them):
 
 * ``scores.json``: ``{"header": {...}, "scores": [{benchmark, harness, mode, metric, value,
   ci_low, ci_high, n, all_metrics}], "gaps": {benchmark: {"largest": x, "between": [a, b]}},
-  "ladder": {run: {benchmark: [{step, description, score, changed}]}}, "findings": n}``;
+  "ladder": {run: {benchmark: [{step, description, score, changed}]}}, "findings": n, "path_gaps": [...],
+  "case_study": [...]}`` (the last two: :mod:`.casestudy`);
 * ``items.parquet``: one row per (benchmark, harness, mode, item_id) with prompt, candidates
   (JSON), gold, prediction, extraction_rule, loglikelihoods (JSON), raw_output;
 * ``diffs.json``: per (benchmark, harness pair), the items that differ, each with its
@@ -23,7 +24,10 @@ from typing import Any
 from .compare import Comparison, items_rows
 from .diff import CAUSES
 from .harnesses import NATIVE_SUFFIX
+from safetyrepro.adapters.metrics import json_ready
 from safetyrepro.adapters.outfolder import holds_exactly, listing
+
+from .casestudy import case_study, case_study_table, path_gap_lines, path_gaps
 
 
 def gaps(comparison: Comparison) -> dict[str, dict[str, Any]]:
@@ -91,17 +95,6 @@ def _diffs_json(comparison: Comparison) -> dict[str, Any]:
                                       "max_ll_diff": d.max_ll_diff}
                                      for d in diffs if d.differences]
             for (benchmark, a, b), diffs in comparison.diffs.items()}
-
-
-def _clean(value: Any) -> Any:
-    """NaN (a metric over no items) as null: scores.json stays valid JSON."""
-    if isinstance(value, float) and value != value:
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clean(v) for v in value]
-    return value
 
 
 def verdict(comparison: Comparison) -> str:
@@ -202,12 +195,12 @@ def write_report(comparison: Comparison, folder: Path) -> list[Path]:
     header = comparison.header
     findings = comparison.findings()
     gap = gaps(comparison)
-    scores = _clean({
+    scores = json_ready({
         "header": header, "scores": [s.__dict__ for s in comparison.scores], "gaps": gap,
         "ladder": {label: {b: [{"step": st.step, "description": st.description, "score": st.score.__dict__,
                                 "changed": st.changed} for st in steps] for b, steps in benchmarks.items()}
                    for label, benchmarks in comparison.ladder.items()},
-        "findings": len(findings)})
+        "findings": len(findings), "path_gaps": path_gaps(comparison), "case_study": case_study(comparison)})
     pd.DataFrame(items_rows(comparison)).to_parquet(folder / "items.parquet", index=False)
     (folder / "diffs.json").write_text(json.dumps(_diffs_json(comparison), indent=1) + "\n")
     _plot(comparison, folder / "scores.png")
@@ -234,7 +227,12 @@ def write_report(comparison: Comparison, folder: Path) -> list[Path]:
                           + (f"```diff\n{entry['differences']['prompt']}\n```\n" if "prompt" in entry["differences"] else "")
                           + (f"{text}\n" if text else ""))
     verdict_line = verdict(comparison)
+    anchor = comparison.anchor
+    study = case_study_table(case_study(comparison), anchor.scoring, anchor.other_scoring if anchor.scoring_gap else None)
+    paths = path_gap_lines(path_gaps(comparison))
     md = [f"# crosspkg compare: {', '.join(comparison.anchor.benchmarks)}", "", verdict_line, "",
+          "## Case study: native gaps, the scoring-path gap, and what explains them", "", _markdown_table(study), "",
+          *(["Scoring-path gap, same items:", "", *[f"* {line}" for line in paths], ""] if paths else []),
           "## Scores", "", _markdown_table(_score_table(comparison)), "", "![scores](scores.png)", "",
           "Largest pairwise gap: " + "; ".join(f"{b} {v['largest']:.3f} ({' vs '.join(v['between'])})"
                                                  for b, v in gap.items()), "",
@@ -257,7 +255,11 @@ def write_report(comparison: Comparison, folder: Path) -> list[Path]:
             "<style>body{font-family:sans-serif;max-width:70em;margin:auto}table{border-collapse:collapse}"
             "td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}pre{background:#f6f6f6;padding:4px}</style>",
             f"<h1>crosspkg compare: {html.escape(', '.join(comparison.anchor.benchmarks))}</h1>",
-            f"<p><b>{html.escape(verdict_line)}</b></p>", "<h2>Scores</h2>", _html_table(_score_table(comparison)),
+            f"<p><b>{html.escape(verdict_line)}</b></p>",
+            "<h2>Case study: native gaps, the scoring-path gap, and what explains them</h2>", _html_table(study),
+            *(["<p>Scoring-path gap, same items:</p><ul>", *[f"<li>{html.escape(line)}</li>" for line in paths], "</ul>"]
+              if paths else []),
+            "<h2>Scores</h2>", _html_table(_score_table(comparison)),
             "<p><img src='scores.png' alt='scores per harness'></p>", "<h2>Why the scores differ</h2><ul>",
             *[f"<li>{html.escape(line)}</li>" for line in summary], "</ul>"]
     if len(ladder) > 1:

@@ -20,7 +20,7 @@ from safetyrepro.crosspkg.diff import diff_items
 BIN = Path(sys.executable).parent
 ANCHOR = {"model": "embedded", "benchmarks": ["truthfulqa", "crows_pairs"], "template": "minimal",
           "scoring": "logprob", "fewshot": 0, "decoding": "greedy", "limit": 2,
-          "harnesses": ["lm_eval", "inspect", "helm"], "mode": "both"}
+          "harnesses": ["lm_eval", "inspect", "helm"], "mode": "both", "scoring_gap": True}
 
 
 def crosspkg(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -130,6 +130,32 @@ def test_factor_ladder_walks_from_native_to_harmonized(compared) -> None:
                       .read_text())
     assert task["doc_to_text"] == "{{safetyrepro_context}}" and task["dataset_kwargs"]["data_files"] == {
         "validation": "tasks/truthfulqa.jsonl"}
+
+
+def test_the_case_study_opens_the_report_with_native_and_scoring_path_gaps(compared) -> None:
+    _, root = compared
+    scores = json.loads((root / "c1" / "scores.json").read_text())
+    by_run = {(s["benchmark"], s["harness"], s["mode"]): s["value"] for s in scores["scores"]}
+    gaps = {(g["benchmark"], g["harness"]): g for g in scores["path_gaps"]}
+    for benchmark in ANCHOR["benchmarks"]:
+        rows = [gaps[(benchmark, h)] for h in ("core", "lm_eval", "inspect", "helm")]
+        for row in rows:  # the anchor's path is the harmonized score; the regex path ran on the same items
+            assert (row["scoring"], row["other_scoring"], row["n"]) == ("logprob", "regex", ANCHOR["limit"])
+            assert row["value"] == by_run[(benchmark, row["harness"], "harmonized")]
+            assert row["gap"] == pytest.approx(row["other_value"] - row["value"], nan_ok=True)
+            assert set(row["changed"]) <= {c.item.id for c in cell_for(Anchor.model_validate(ANCHOR).run_config(
+                benchmark)).items}
+        # harmonized runs agree item by item on either path, so every harness shows the same gap
+        assert len({(r["other_value"], tuple(r["changed"])) for r in rows}) == 1
+    study = {row["benchmark"]: row for row in scores["case_study"]}
+    truthfulqa = study["truthfulqa"]
+    native = [by_run[("truthfulqa", h, "native")] for h in ("lm_eval", "helm")]
+    assert truthfulqa["native_gap"] == pytest.approx(max(native) - min(native))
+    steps = truthfulqa["factors"]["lm_eval-native"]["steps"]
+    assert sum(v["delta"] for v in steps.values()) == pytest.approx(truthfulqa["factors"]["lm_eval-native"]["total"])
+    assert study["crows_pairs"]["native_gap"] is None  # one package's native run: no gap between packages
+    report = (root / "c1" / "report.md").read_text()
+    assert report.index("## Case study") < report.index("## Scores") and "Scoring-path gap, same items" in report
 
 
 def test_existing_out_is_refused_without_overwrite(compared) -> None:
