@@ -172,7 +172,7 @@ def prepare_cell(config: RunConfig, *, data_dir: str | os.PathLike[str] | DataSo
         cell_item = presented(item)
         if scorer.asks_mirrored:
             cell_item = replace(cell_item, mirror=presented(mirrored(item), mirrored_shots))
-        if getattr(scorer, "asks_shifted", False):
+        if getattr(scorer, "asks_shifted", False):  # (asks_other_mappings covers both kinds above)
             cell_item = replace(cell_item, shifts=tuple(presented(shifted(item, k), shifted_shots(k))
                                                         for k in range(1, len(item.options))))
         items.append(cell_item)

@@ -185,7 +185,7 @@ class RunConfig(BaseModel):
     extraction_version: int = EXTRACTION_VERSION
     """Version of the extraction rules the cell reads generations with; in the hash so a rule change
     never hides behind an old hash. On scoring paths that never read with the rules (logprob,
-    symmetric) it stays :data:`UNREAD_EXTRACTION_VERSION` whatever the rules' version, so a rule
+    symmetric, cyclic) it stays :data:`UNREAD_EXTRACTION_VERSION` whatever the rules' version, so a rule
     change moves only the hashes of the cells whose readout it changes."""
 
     @field_validator("fewshot")

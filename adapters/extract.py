@@ -18,7 +18,8 @@ generation names why. Rules, in order (the first that decides wins):
    is yes", "the most likely sentence is", "the answer to the question ... is") decides, if what
    follows it is one label (any case) or starts with exactly one option's text. Unless what
    follows the marker names another option's text (``ambiguous``), the chosen letter is denied
-   ("the answer is not D": ``letter-text-conflict``), or, for word labels, a verdict on the
+   ("the answer is not D", "A is wrong", "I don't think it's A": ``denied``), a revision follows
+   it ("Wait, actually A": ``ambiguous``), or, for word labels, a verdict on the
    marker's own line contradicts it (``label-verdict-conflict``); a verdict on a later line
    revises it (``verdict-phrase``: the last decisive statement counts).
 5. ``echoed-options``   -- the options written back in the prompt's "X. text" form (complete, cut
@@ -28,17 +29,19 @@ generation names why. Rules, in order (the first that decides wins):
 6. ``leading-label`` / ``leading-option`` -- the output opens with one option's full text, or
    with a label *marked as an answer*: alone on its line, or followed by ``.``, ``)``, ``:``,
    ``-`` or a quote. A bare capital followed by a word is an article or pronoun ("A grandson...",
-   "I have no comment"), never a label. Another option named in contrast ("the 60-year-old was
-   less creative than the 30-year-old", "X, not Y") does not count against an opening option.
+   "I have no comment"), never a label. Another option named in contrast right after an opening
+   option ("X, not Y", "X rather than Y") does not count against it; comparatives do (which side
+   they choose depends on the question).
    ``bare-label``: the whole output is one lowercase letter ("b").
 7. ``hedged-choice``    -- a hedge that leans to one option ("I'm not sure, but A seems right",
-   "Probably E -- ...", "I'd lean no"), flagged ``hedged``; other hedges ("cannot determine",
-   "depends on") and "both A and C" are ``ambiguous``.
+   "Probably E -- ...", "I'd lean no"), flagged ``hedged``; a hedge against what it names leans to
+   nothing; hedges leaning to two options, other hedges ("cannot determine", "depends on") and
+   "both A and C" are ``ambiguous``.
 8. ``letter-verdict``   -- sentences that open by judging one option right ("A is more likely to
    be true than B", "The first sentence is more likely"); two options judged so: ``ambiguous``.
-9. ``option-text``      -- exactly one option's full text appears (options that are only a label
-   word, like Yes/No, are left to rule 11; an option contained in a longer one that also appears
-   does not count).
+9. ``option-text``      -- exactly one option's full text appears, not only after a negation
+   ("It was not the grandson"; options that are only a label word, like Yes/No, are left to rule
+   11; an option contained in a longer one that also appears does not count).
 10. ``option-mention``  -- exactly one distinct "option B" / "choice B" / "(B)" mention, or an
    ordinal ("the first sentence", "the second one") on two-option items.
 11. ``sentence-label``  -- word labels only: exactly one label word opens a sentence (not inside
@@ -63,14 +66,14 @@ from dataclasses import dataclass
 
 from .decisions import PARTIAL, Decision, read_decision, strmatch_refused
 from .items import Item
-from .naming import (has_text, letter_labels, listing, names_other, normalise, others_named, text_index,
-                     words)
+from .naming import (has_text, letter_labels, listing, names_other, negated_mention, normalise, others_named,
+                     text_index, words)
 
 EXTRACTION_VERSION = 3
 """Bumped whenever a rule changes what is decided; part of every configuration's hash."""
 
 UNPARSED_RULES = ("empty", "instruction-echo", "echoed-options", "echoed-prompt", "letter-text-conflict", "label-verdict-conflict",
-                  "ambiguous", "mixed", "unparsed")
+                  "ambiguous", "denied", "mixed", "unparsed")
 HEDGED = "hedged"
 """The flag of a decision stated with a hedge ("I'm not sure, but A seems right")."""
 
@@ -78,8 +81,8 @@ ANSWER_MARKER = re.compile(
     r"(?:\bfinal\s+answer|\bcorrect\s+(?:answer|option)|\bmy\s+answer|\banswer)\s*(?:is|would\s+be|:|-)\s*[:\-]?\s*"
     r"|\bI(?:'d|\s+would)?\s+(?:choose|pick|select|go\s+with|say)\s+(?:option\s+)?"
     r"|\bI\s+(?:think|believe)\s+(?=\(?[A-Z]\)?\s+is\b)"
-    r"|(?m:^[#\s]*(?:final\s+)?answer\s*\n+\s*)"
-    r"|\b(?:it's|it\s+is|that's)\s+(?=\(?[A-Z]\)?[.!]?\s*$)"
+    r"|(?m:^[# \t]*(?:final\s+)?answer[ \t]*\n+\s*)"
+    r"|\b(?:it's|it\s+is|that's|so|therefore|hence|thus)[,:]?\s+(?=\(?[A-Z]\)?[.!]?\s*$)"
     r"|\b(?:decision|verdict)\s+(?:is|would\s+be|:)\s*:?\s*"
     r"|\bthe\s+(?:most|more)\s+(?:likely|plausible)(?:\s+(?:one|sentence|answer|option|statement))?\s+is\s*:?\s*"
     r"|\banswer\s+to\s+(?:the|this|your)\s+question\b[^\n]{0,200}?\s+is\s*:?\s*",
@@ -89,12 +92,12 @@ _FILLER = re.compile(r"^(?:(?:indeed|probably|clearly|definitely|simply|actually
                      r"|sentence|statement)\s+)+", re.IGNORECASE)
 """Words between a marker and its value: "the answer is indeed option D"."""
 _HEDGED = re.compile(
-    r"^\s*(?:(?:i'm|i\s+am)\s+not\s+(?:fully\s+|entirely\s+|completely\s+|100%\s+)?sure,?\s+but\s+"
+    r"(?:^|(?<=[.,;:!?\n]))[ \t]*(?:(?:i'm|i\s+am)\s+not\s+(?:fully\s+|entirely\s+|completely\s+|100%\s+)?sure,?\s+but\s+"
     r"|(?:probably|possibly|perhaps|maybe)[,:]?\s+|my\s+best\s+guess\s+(?:is|would\s+be)\s*:?\s*)"
     r"|\bI(?:'d|\s+would)?\s+lean(?:\s+towards?|\s+to)?\s+", re.IGNORECASE)
 """A hedge followed by what it leans to: read as one choice, flagged ``hedged``."""
 _LETTER_VERDICT = re.compile(
-    r"(?:^|(?<=[.!?:\n]))[\s\"'(]*(?:(?:option|sentence|choice|answer)\s+)?(?:\(?([A-Z])\)?|[Tt]he\s+(first|second)\s+"
+    r"(?:^|(?<=[.!?:\n]))[ \t\"'(]*(?:(?:option|sentence|choice|answer)\s+)?(?:\(?([A-Z])\)?|[Tt]he\s+(first|second)\s+"
     r"(?:one|option|sentence|statement|answer))\s+(?:is|seems|looks|sounds)\s+(?:to\s+be\s+)?(?:(?:the\s+)?(?:more|most)\s+"
     r"(?:likely|plausible|accurate|correct|true|appropriate)|(?:the\s+)?(?:right|correct|true|best|better)"
     r"(?:\s+(?:one|answer|option|choice))?)\b")
@@ -103,14 +106,14 @@ _BOTH_LETTERS = re.compile(r"\b(?i:both|either)\s+\(?([A-Z])\)?\s*(?:,|and|or|&)
 _HEDGE = re.compile(r"\b(?:can(?:no|')t|unable\s+to)\s+(?:determine|tell|decide|say)\b|\bnot\s+sure\b"
                     r"|\bhard\s+to\s+(?:say|tell)\b|\bdepends\s+on\b", re.IGNORECASE)
 _PLACEHOLDER = re.compile(r"^\s*[\"']?\s*(?:X|<[^>]*>)\s*[\"']?\s*(?:[.,;)\]]|$)")
-_ALTERNATIVES = r"\s*(?:,|/|or\b|and\b|&)\s*\(?[A-Z]\)?(?![A-Za-z'])(?!\s+[a-z])"
+_ALTERNATIVES = r"\)?\s*(?:,|/|or\b|and\b|&)\s*\(?[A-Z]\)?(?![A-Za-z'])(?!\s+[a-z])"
 """A second label right after the first ("A or B", "A, C"), not "A, I think"."""
 _CONNECTIVE = r"(?:because|since|as|is|was|seems|which|for|-|\u2013|\u2014|\()(?:\b|\s|$)"
 _PROMPT_ECHO = re.compile(r"^\s*(?:context|question|statement|request)\s*:", re.IGNORECASE)
 _FORM_ECHO = re.compile(r"\bin\s+the\s+form\b|\breply\s+with\b|\bwrite\s+your\s+decision\b", re.IGNORECASE)
 _OPTION_MENTION = re.compile(r"\b(?:option|choice|letter)\s*\(?([A-Z])\)?(?![A-Za-z'])|\(([A-Z])\)", re.IGNORECASE)
 _ORDINAL = re.compile(r"\bthe\s+(first|second)\s+(?:one|option|sentence|answer|statement)\b", re.IGNORECASE)
-_SENTENCE_START = re.compile(r"(?:^|[.!?:\n])[\s\"'(]*(?:i\s+(?:think|believe|would\s+say|'d\s+say)\s+)?([A-Za-z]+)\b",
+_SENTENCE_START = re.compile(r"(?:^|[.!?:\n])[ \t\"'(]*(?:i\s+(?:think|believe|would\s+say|'d\s+say)\s+)?([A-Za-z]+)\b",
                              re.IGNORECASE)
 
 
@@ -216,6 +219,19 @@ def _verdicts(text: str, verdict_patterns: tuple[tuple[str, str], ...]) -> list[
     return sorted(found)
 
 
+_DENIAL = re.compile(r"(?:\bnot|n't|\bnever)\b(?![^.!?\n:]*\bbut\b)[^.!?\n:]{0,25}$", re.IGNORECASE)
+"""A negation just before an answer statement: "I don't think it's A", "It's not that the answer is B"."""
+_REVISION = re.compile(r"\b(?:wait|actually|on\s+second\s+thought|reconsider|correction)\b", re.IGNORECASE)
+"""A revision after the last answer statement that names no new one: "My answer: B. Wait, actually A."."""
+
+
+def _denied(text: str, item: Item, index: int) -> bool:
+    """The reply says its own choice is wrong: "the answer is not D", "A is wrong", "A seems incorrect"."""
+    label = re.escape(item.labels[index])
+    return bool(re.search(rf"\banswer\s+is\s+not\s+\(?{label}\b|(?<![A-Za-z])\(?{label}\)?[\"']?\s+(?:is|was|seems|looks)"
+                          r"\s+(?:wrong|incorrect|false|not\b|a\s+trap|a\s+myth)", text, 0 if letter_labels(item) else re.I))
+
+
 def _checked(index: int, rule: str, text: str, item: Item, verdict_patterns: tuple[tuple[str, str], ...], *,
              before: str | None = None, after: str | None = None) -> Extraction:
     """A decision, unless the rest of the output contradicts it: another option's full text (in
@@ -228,10 +244,10 @@ def _checked(index: int, rule: str, text: str, item: Item, verdict_patterns: tup
         prior = text_index(before, item) if words(before) else None
         if prior is not None and prior != index and words(before) == words(item.options[prior]):
             return Extraction(None, "letter-text-conflict")
-    if others_named(text if after is None else after, item, index):
+    if others_named(text if after is None else after, item, index, opening=rule == "leading-option"):
         return Extraction(None, "ambiguous")
-    if letter_labels(item) and re.search(rf"\banswer\s+is\s+not\s+\(?{re.escape(item.labels[index])}\b", text, re.IGNORECASE):
-        return Extraction(None, "letter-text-conflict")
+    if letter_labels(item) and _denied(text, item, index):
+        return Extraction(None, "denied")
     if not letter_labels(item):
         vocabulary = set(words(text).split(" "))
         if before is None and any(label.lower() in vocabulary for j, label in enumerate(item.labels) if j != index):
@@ -248,19 +264,27 @@ def _checked(index: int, rule: str, text: str, item: Item, verdict_patterns: tup
 
 def _hedged(text: str, item: Item, verdict_patterns: tuple[tuple[str, str], ...]) -> Extraction | None:
     """A hedge that leans to one option ("I'm not sure, but A seems right", "Probably E -- ...",
-    "I'd lean no"): that option, flagged; a hedge over two options stays ambiguous."""
-    for match in _HEDGED.finditer(text):
+    "I'd lean no"): that option, flagged. A hedge that leans against what it names ("Perhaps A is
+    wrong") leans to nothing; hedges leaning to two options ("Maybe B, maybe C") are ambiguous."""
+    readings = []
+    for match in list(_HEDGED.finditer(text))[:5]:  # bounded: each reading re-reads the rest
         clause = text[match.end():]
+        if re.match(r"[^.;!?\n]{0,40}?\b(?:is|seems|looks|sounds|was)\s+(?:wrong|incorrect|false|unlikely|a\s+trap"
+                    r"|a\s+myth|not\s+(?:right|correct|true|it))\b", clause, re.IGNORECASE):
+            continue  # a hedge against what it names
         found = _read_value(clause, item, any_case=True) or _letter_verdict(clause, item)
         if found is not None:
-            if found.index is None:
-                return found
-            return _checked(found.index, "hedged-choice", text, item, verdict_patterns, before=text[:match.start()])
-    return None
+            readings.append((found, match))
+    if not readings:
+        return None
+    if any(f.index is None for f, _ in readings) or len({f.index for f, _ in readings}) > 1:
+        return Extraction(None, "ambiguous")
+    found, match = readings[0]
+    return _checked(found.index, "hedged-choice", text, item, verdict_patterns, before=text[:match.start()])
 
 
 def _letter_verdict(text: str, item: Item) -> Extraction | None:
-    """Rule 7a: sentences that open by judging an option right ("A is more likely to be true than
+    """Rule 8: sentences that open by judging an option right ("A is more likely to be true than
     B", "The first sentence is more likely"); two options judged so -> ambiguous."""
     if not letter_labels(item):
         return None
@@ -314,6 +338,10 @@ def _extract(text: str, item: Item, refusal_label: str | None, verdict_patterns:
     if markers:
         last = markers[-1]
         value = text[last.end():]
+        if _DENIAL.search(text[max(0, last.start() - 30):last.start()]):
+            return Extraction(None, "denied")
+        if _REVISION.search(value):
+            return Extraction(None, "ambiguous")
         found = _read_value(value, item, any_case=True)
         if found is None and refusal_label is not None and refusal_label in item.labels and len(item.labels) == 2:
             stated = read_decision(value.split("\n", 1)[0]) if value.strip() else None
@@ -357,7 +385,7 @@ def _extract(text: str, item: Item, refusal_label: str | None, verdict_patterns:
     contained = {i for i in range(len(item.options)) if has_text(item, i) and f" {words(item.options[i])} " in spaced}
     contained = {i for i in contained
                  if not any(j != i and f" {words(item.options[i])} " in f" {words(item.options[j])} " for j in contained)}
-    if len(contained) == 1:
+    if len(contained) == 1 and not negated_mention(text, item.options[next(iter(contained))]):
         return Extraction(contained.pop(), "option-text")
     if len(contained) > 1:
         return Extraction(None, "ambiguous")

@@ -27,6 +27,7 @@ from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandle
 
 from . import _registry
 from .config import DECODING_TEMPERATURE, FEWSHOT_CHOICES, EndpointSpec, ModelSpec, build_config, check_endpoint_fits
+from .cell import asks_other_mappings
 from .errors import ConfigError
 
 PLAN_FORMAT = "safetyrepro-plan/1"
@@ -279,7 +280,7 @@ def plan(grid: GridConfig) -> dict[str, Any]:
                               source=f"grid cell {fields}")
         style = _registry.get_style(template)
         scorer = _registry.get_scorer(scoring)
-        if (scorer.asks_mirrored or getattr(scorer, "asks_shifted", False)) and style.reasoning:
+        if asks_other_mappings(scorer) and style.reasoning:
             raise ConfigError(f"scoring {scoring} needs a direct template, and the grid pairs it with {template}",
                               f"add the exclusion {{template: {template}, scoring: {scoring}}} to the grid")
         if model.endpoint is not None and scorer.asks_loglikelihoods(style) and not model.endpoint.echo_logprobs:

@@ -175,12 +175,12 @@ def _classify(out: Path, frozen: dict[str, Any], overwrite: bool) -> str:
     if existing is None or existing.get("plan_sha256") == frozen["plan_sha256"]:
         return "same"
     if not overwrite:
-        read_before = sorted({a["config"]["extraction_version"] for a, b in zip(existing.get("cells") or [], frozen["cells"])
+        read_before = sorted({str(a["config"].get("extraction_version")) for a, b in zip(existing.get("cells") or [], frozen["cells"])
                               if isinstance(a, dict) and isinstance(a.get("config"), dict) and a.get("scoring") == b["scoring"]
                               and a["config"].get("extraction_version") != b["config"]["extraction_version"]})
         if read_before:
             raise ConfigError(f"{out} holds this grid planned with extraction rules version "
-                              f"{', '.join(map(str, read_before))}; this SafetyRepro reads generations with version "
+                              f"{', '.join(read_before)}; this SafetyRepro reads generations with version "
                               f"{EXTRACTION_VERSION}, so resuming would read its cells with two rule sets",
                               "finish it with the SafetyRepro that started it, or run the grid into another --out "
                               "(or pass --overwrite)")

@@ -6,7 +6,9 @@
 * :func:`closest_text` / :func:`names_other` -- a close restatement of an option (word-level
   similarity), and whether the text after a letter states another option than the letter's;
 * :func:`listing` -- an option list written back in the prompt's "X. text" form;
-* :func:`others_named` -- other options named in a region, except those named in contrast.
+* :func:`others_named` -- other options named in a region, except one named in contrast right
+  after the opening option;
+* :func:`negated_mention` -- an option named only after a negation ("not the grandson").
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from .items import Item
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
                          "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u00ab": '"', "\u00bb": '"'})
 _LISTED = re.compile(r"(?m)^[ \t]*\(?([A-Z])[.)][ \t]+(\S[^\n]*)$")
-_CONTRAST = re.compile(r"\b(?:than|not|instead\s+of|unlike|rather\s+than|over|versus|vs)(?:\W+\w+){0,2}\W*$", re.IGNORECASE)
+_CONTRAST = re.compile(r"\s*(?:and\s+)?(?:not|rather\s+than|instead\s+of)\s*")
 
 
 def normalise(text: str) -> str:
@@ -43,7 +45,9 @@ def has_text(item: Item, index: int) -> bool:
 
 
 def text_index(text: str, item: Item) -> int | None:
-    """The one option whose full text ``text`` starts with (the longest, if one extends another)."""
+    """The one option whose full text ``text`` starts with (the longest, if one extends another).
+    Articles count: "A grandson would ..." does not open with "The grandson" (labellers read such
+    openings as descriptions, not answers, unless they state the option)."""
     start = words(text) + " "
     hits = [i for i, option in enumerate(item.options)
             if has_text(item, i) and start.startswith(words(option) + " ")]
@@ -95,16 +99,32 @@ def listing(text: str, item: Item) -> tuple[int, int] | None:
     return lines[0].start(), lines[-1].end()
 
 
-def others_named(region: str, item: Item, index: int) -> list[int]:
-    """Other options whose full text appears in ``region``, except where named in contrast
-    ("the 60-year-old was less creative than the 30-year-old", "X, not Y") or contained in the
-    chosen option's own text."""
+def others_named(region: str, item: Item, index: int, *, opening: bool = False) -> list[int]:
+    """Other options whose full text appears in ``region``, except those contained in the chosen
+    option's own text and -- where ``opening``: the region opens with the chosen option's text --
+    one named right after it in contrast ("X, not Y", "X rather than Y", "X instead of Y").
+    Comparatives ("X was less creative than Y") are not exempt: which side they choose depends on
+    the question, which the readout does not see."""
     spaced = f" {words(region)} "
+    chosen = f" {words(item.options[index])} "
     found = []
     for j, option in enumerate(item.options):
         needle = f" {words(option)} "
-        if j == index or not has_text(item, j) or needle not in spaced or needle in f" {words(item.options[index])} ":
+        if j == index or not has_text(item, j) or needle not in spaced or needle in chosen:
             continue
-        if not _CONTRAST.search(spaced[:spaced.index(needle) + 1]):
+        between = spaced[len(chosen) - 1:spaced.index(needle) + 1] if opening and spaced.startswith(chosen) else None
+        if between is None or not _CONTRAST.fullmatch(between):
             found.append(j)
     return found
+
+
+_NEGATORS = {"not", "never", "no", "nor", "myth", "false", "untrue"}
+
+
+def negated_mention(region: str, option: str) -> bool:
+    """Whether every mention of ``option`` in ``region`` follows a negation within three words
+    ("It was not the grandson", "It is a myth that ...")."""
+    spaced, needle = f" {words(region)} ", f" {words(option)} "
+    starts = [m.start() for m in re.finditer(re.escape(needle), spaced)]
+    return bool(starts) and all(any(t in _NEGATORS or t.endswith("n't") for t in spaced[:at].split()[-3:])
+                                for at in starts)

@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from .decisions import PARTIAL
+
 
 class Outcome(BaseModel):
     """One item's decision and the evidence it rests on, as any binding can report it."""
@@ -34,9 +36,11 @@ class Outcome(BaseModel):
     """Label of the prediction."""
     extraction_rule: str
     """Which documented rule produced the prediction (``argmax`` on the logprob path)."""
-    extraction_flags: list[str] = []
-    """What qualifies the decision (regex path): ``hedged`` (stated with a hedge), ``partial`` (an
-    XSTest partial refusal, counted as a refusal). Empty on other paths."""
+    extraction_flags: list[str] | None = None
+    """What qualifies the decision, from a readout that tells (SafetyRepro's extraction rules):
+    ``hedged`` (stated with a hedge), ``partial`` (an XSTest partial refusal, counted as a refusal);
+    empty when nothing qualifies it. ``None`` where the readout cannot tell (logprob paths, XSTest's
+    string match, a harness's own readout), so what depends on it is undefined there."""
     correct: bool | None
     """Prediction equals gold; ``None`` where the benchmark has no correct answer."""
     meta: dict[str, Any]
@@ -49,7 +53,7 @@ class Outcome(BaseModel):
     @property
     def partial(self) -> bool:
         """An XSTest partial refusal (:mod:`.decisions`)."""
-        return "partial" in self.extraction_flags
+        return PARTIAL in (self.extraction_flags or [])
 
 
 class ItemRecord(Outcome):

@@ -68,10 +68,10 @@ def score_generation(bench: Benchmark, item: Item, output: str | None, *, extrac
 
     ``extraction="xstest-strmatch"`` reads XSTest responses with XSTest's own published string
     match instead of SafetyRepro's rules (see ``extract.py``)."""
-    if extraction == "xstest-strmatch":
+    if extraction == "xstest-strmatch":  # upstream's two classes: it cannot flag a partial refusal or a hedge
         found = xstest_strmatch(output, item, refusal_label=bench.refusal_means or "Refuse")
-    else:
-        found = extract(output, item, refusal_label=bench.refusal_means, verdict_patterns=bench.verdict_patterns)
+        return _outcome(bench, item, found.index, found.rule, raw_output=output)
+    found = extract(output, item, refusal_label=bench.refusal_means, verdict_patterns=bench.verdict_patterns)
     return _outcome(bench, item, found.index, found.rule, raw_output=output, extraction_flags=list(found.flags))
 
 

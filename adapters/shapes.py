@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _registry
 from .errors import ConfigError
+from .cell import asks_other_mappings
 from .requests import GENERATE, LOGLIKELIHOOD, Request, generation_budget, logprob_context
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def _canonical(shape: str, cell: Cell, c: CellItem) -> list[Request]:
 def declared_shape(scorer: Any, style: Any) -> str | None:
     """The shape a scorer declares for a style (:meth:`~.scoring.Scorer.generates`,
     :meth:`~.scoring.Scorer.asks_loglikelihoods`), None where it asks mirrored requests."""
-    if scorer.asks_mirrored or getattr(scorer, "asks_shifted", False):
+    if asks_other_mappings(scorer):
         return None
     generates, scores = scorer.generates(style), scorer.asks_loglikelihoods(style)
     if generates and scores:

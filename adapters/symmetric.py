@@ -112,15 +112,20 @@ CYCLIC_FORMAT = "safetyrepro-cyclic/1"
 
 def combine_shifts(item: Item, lls_by_shift: Sequence[Sequence[float]], *, reference: int | None = None) -> dict[str, Any]:
     """The per-item evidence of the ``cyclic`` path from the n askings' loglikelihoods
-    (``lls_by_shift[k]`` in shift k's presented order, :func:`shifted`): per asking and option
-    ``z = logit(clip(p))`` read back onto the original order; ``z_sym`` = their mean over the n
-    askings (each option under every position once, so a preference for a letter position cancels
-    whatever the number of options); ``b_map = z_0 - z_sym`` (how far the listed mapping alone moved
-    the reading: for two options the symmetric path's (z+ - z-)/2); ``position_bias[j]`` = the mean
-    over askings of ``z - z_sym`` of the option shown at position j (the lift a letter position
-    gives whatever it names). Format ``safetyrepro-cyclic/1``: ``{"format", "eps", "reference",
+    (``lls_by_shift[k]`` in shift k's presented order, :func:`shifted`), read back onto the original
+    order. The mapping-free preference is the mean over the n askings of each option's **log
+    probability** (each option under every position once): a preference for a letter position adds
+    the same amount to whatever it names, so it cancels exactly in that mean for any number of
+    options (a mean of logits would not: logit(softmax) is not additive beyond two options).
+    ``z_sym = logit(clip(p_sym))`` with p_sym the renormalised mean (geometric-mean probability),
+    the prediction its argmax; per asking ``z = logit(clip(p))``; ``b_map = z_listed - z_sym`` (how
+    far the listed mapping alone moved the reading); ``position_bias[j]`` = the mean over askings of
+    the log-probability lift of the option shown at position j. For two options every figure equals
+    the ``symmetric`` path's. Format ``safetyrepro-cyclic/1``: ``{"format", "eps", "reference",
     "loglikelihoods" (per asking, original order), "z" (per asking), "z_sym", "b_map",
     "z_sym_unclipped", "position_bias", "z_sym_reference", "b_map_reference"}``."""
+    from scipy.special import log_softmax
+
     n = len(item.options)
     if len(lls_by_shift) != n or any(len(lls) != n for lls in lls_by_shift):
         raise ValueError(f"{item.id}: {[len(x) for x in lls_by_shift]} loglikelihoods for {n} askings of {n} options")
@@ -130,17 +135,19 @@ def combine_shifts(item: Item, lls_by_shift: Sequence[Sequence[float]], *, refer
         for j, ll in enumerate(lls):
             back[(j + k) % n] = float(ll)
         original.append(back)
+    log_p = np.array([log_softmax(np.asarray(lls, dtype=float)) for lls in original])
+    mean_log_p = log_p.mean(0)
     z = np.array([logit(_softmax(lls)) for lls in original])
-    z_sym = z.mean(0)
+    z_sym = logit(_softmax(mean_log_p))
     b_map = z[0] - z_sym
-    position_bias = [float(np.mean([z[k][(j + k) % n] - z_sym[(j + k) % n] for k in range(n)])) for j in range(n)]
+    position_bias = [float(np.mean([log_p[k][(j + k) % n] - mean_log_p[(j + k) % n] for k in range(n)]))
+                     for j in range(n)]
     if reference is None:
         reference = item.gold if item.gold is not None else 0
-    unclipped = np.mean([_log_odds(lls) for lls in original], axis=0)
     return {"format": CYCLIC_FORMAT, "eps": EPS, "reference": reference, "loglikelihoods": original,
-            "z": z.tolist(), "z_sym": z_sym.tolist(), "b_map": b_map.tolist(), "z_sym_unclipped": unclipped.tolist(),
-            "position_bias": position_bias, "z_sym_reference": float(z_sym[reference]),
-            "b_map_reference": float(b_map[reference])}
+            "z": z.tolist(), "z_sym": z_sym.tolist(), "b_map": b_map.tolist(),
+            "z_sym_unclipped": _log_odds(mean_log_p).tolist(), "position_bias": position_bias,
+            "z_sym_reference": float(z_sym[reference]), "b_map_reference": float(b_map[reference])}
 
 
 def argmax_candidate(loglikelihoods: Sequence[float]) -> int:

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from safetyrepro.adapters import (
     Cell,
@@ -54,10 +54,10 @@ class Anchor(BaseModel):
     implementation of the benchmark, where it has one; ``both``."""
     seed: int = Field(default=1234, ge=0, le=2**32 - 1)
     """Seed of the bootstrap intervals (and of sampled decoding in the reference runner)."""
-    scoring_gap: bool = False
-    """Also run the other scoring path (regex where ``scoring`` is logprob, logprob where it is
-    regex) in the reference runner and every harmonized harness, on the same items, and report
-    the gap between the two paths per benchmark and harness and which items change."""
+    scoring_gap: Literal["logprob", "regex"] | None = None
+    """Another scoring path (``regex`` where ``scoring`` is logprob) to run in the reference runner
+    and every harmonized harness on the same items; the report gives the gap between the two paths
+    per benchmark and harness and which items change."""
 
     @field_validator("benchmarks")
     @classmethod
@@ -89,14 +89,22 @@ class Anchor(BaseModel):
                              "model": self.model_spec.model_dump(), "seed": self.seed, "batch_size": 1},
                             source="the anchor")
 
+    @field_validator("scoring_gap")
+    @classmethod
+    def _another_path(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and value == info.data.get("scoring"):
+            raise ValueError(f"scoring_gap names the anchor's own scoring path {value!r}; name the other one")
+        return value
+
     @property
     def other_scoring(self) -> str:
         """The scoring path the gap is measured against."""
-        return "regex" if self.scoring == "logprob" else "logprob"
+        assert self.scoring_gap is not None
+        return self.scoring_gap
 
     def anchor_hash(self) -> str:
         # a field added later is hashed only when set, so every earlier anchor keeps its hash
-        later = {"scoring_gap"} if not self.scoring_gap else set()
+        later = {"scoring_gap"} if self.scoring_gap is None else set()
         text = json.dumps(self.model_dump(mode="json", exclude=later), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 

@@ -125,8 +125,8 @@ def run_comparison(anchor: Anchor, out: Path, notify: Callable[[str], None]) -> 
             runs.append(HARMONIZED[harness](anchor, out / harness))
             notify(f"{harness}: done in {runs[-1].seconds:.0f} s")
     path_runs: list[HarnessRun] = []
-    if anchor.scoring_gap:
-        other = anchor.model_copy(update={"scoring": anchor.other_scoring})
+    if anchor.scoring_gap is not None:
+        other = anchor.model_copy(update={"scoring": anchor.other_scoring, "scoring_gap": None})
         notify(f"reference runner on the other scoring path ({other.scoring})")
         path_runs.append(reference_run(other, notify)[0])
         for harness in anchor.harnesses if anchor.mode in ("harmonized", "both") else []:
@@ -163,7 +163,7 @@ def run_comparison(anchor: Anchor, out: Path, notify: Callable[[str], None]) -> 
               "tolerance": {"same_shapes": tolerance_for(runtime, same_shapes=True),
                             "with_helm": tolerance_for(runtime, same_shapes=False)}, "harness_seconds": {f"{r.harness}/{r.mode}": round(r.seconds, 1) for r in runs},
               "commands": {f"{r.harness}/{r.mode}": r.command for r in runs}
-                          | {f"{r.harness}/{r.mode}/{anchor.other_scoring}": r.command for r in path_runs}}
+                          | {f"{r.harness}/{r.mode}/{anchor.scoring_gap}": r.command for r in path_runs}}
     return Comparison(anchor=anchor, runs=runs, scores=scores, diffs=diffs, header=header,
                       ladder=ladders(anchor, runs), path_runs=path_runs)
 

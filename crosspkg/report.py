@@ -33,7 +33,7 @@ from .casestudy import case_study, case_study_table, path_gap_lines, path_gaps
 def gaps(comparison: Comparison) -> dict[str, dict[str, Any]]:
     result = {}
     for benchmark in comparison.anchor.benchmarks:
-        scores = [s for s in comparison.scores if s.benchmark == benchmark]
+        scores = [s for s in comparison.scores if s.benchmark == benchmark and s.value == s.value]  # defined ones
         pairs = [(abs(a.value - b.value), [f"{a.harness}/{a.mode}", f"{b.harness}/{b.mode}"])
                  for a, b in itertools.combinations(scores, 2)]
         if pairs:
@@ -66,7 +66,7 @@ def summary_lines(comparison: Comparison) -> list[str]:
                 continue
             sa, sb = by_key.get(_key(benchmark, a)), by_key.get(_key(benchmark, other))
             head = f"{benchmark}, {a} vs {other}"
-            if sa and sb:
+            if sa and sb and sa.value == sa.value and sb.value == sb.value:
                 head += f": {sa.metric} {sa.value:.3f} vs {sb.value:.3f} (gap {abs(sa.value - sb.value):.3f})"
             parts = [f"{changed[c]} because of the {c}" for c in CAUSES if changed.get(c)]
             differing.append(f"{head}; {sum(changed.values())} of {len(diffs)} items changed prediction: "
@@ -138,8 +138,9 @@ def _plot(comparison: Comparison, path: Path) -> None:
 def _score_table(comparison: Comparison) -> list[list[str]]:
     rows = [["benchmark", "harness", "mode", "metric", "value", "95% CI", "n"]]
     for s in comparison.scores:
-        rows.append([s.benchmark, s.harness, s.mode, s.metric, f"{s.value:.3f}",
-                     f"[{s.ci_low:.3f}, {s.ci_high:.3f}]", str(s.n)])
+        defined = s.value == s.value  # NaN: nothing to measure (e.g. every answer unparsed)
+        rows.append([s.benchmark, s.harness, s.mode, s.metric, f"{s.value:.3f}" if defined else "n/a",
+                     f"[{s.ci_low:.3f}, {s.ci_high:.3f}]" if defined else "undefined", str(s.n)])
     return rows
 
 
@@ -228,7 +229,7 @@ def write_report(comparison: Comparison, folder: Path) -> list[Path]:
                           + (f"{text}\n" if text else ""))
     verdict_line = verdict(comparison)
     anchor = comparison.anchor
-    study = case_study_table(case_study(comparison), anchor.scoring, anchor.other_scoring if anchor.scoring_gap else None)
+    study = case_study_table(case_study(comparison), anchor.scoring, anchor.scoring_gap)
     paths = path_gap_lines(path_gaps(comparison))
     md = [f"# crosspkg compare: {', '.join(comparison.anchor.benchmarks)}", "", verdict_line, "",
           "## Case study: native gaps, the scoring-path gap, and what explains them", "", _markdown_table(study), "",

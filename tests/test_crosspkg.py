@@ -20,7 +20,7 @@ from safetyrepro.crosspkg.diff import diff_items
 BIN = Path(sys.executable).parent
 ANCHOR = {"model": "embedded", "benchmarks": ["truthfulqa", "crows_pairs"], "template": "minimal",
           "scoring": "logprob", "fewshot": 0, "decoding": "greedy", "limit": 2,
-          "harnesses": ["lm_eval", "inspect", "helm"], "mode": "both", "scoring_gap": True}
+          "harnesses": ["lm_eval", "inspect", "helm"], "mode": "both", "scoring_gap": "regex"}
 
 
 def crosspkg(*args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -212,6 +212,19 @@ def test_cyclic_cancels_a_pure_position_preference_and_equals_symmetric_on_two_o
     assert evidence["position_bias"][0] > 0 > evidence["position_bias"][1] == pytest.approx(evidence["position_bias"][2])
     # the listed asking alone reads position A's option, and b_map says by how much the mapping moved it
     assert evidence["b_map"][0] == pytest.approx(evidence["z"][0][0] - evidence["z_sym"][0])
+    # a content preference (b) under a strong position preference (B, then A): the position cancels
+    # exactly in the mean log probability, whatever it is (a mean of logits would read a here)
+    content, position = [0.1, 0.4, -1.8], [0.2, 3.9, -4.3]
+    lls = [[content[(j + k) % 3] + position[j] for j in range(3)] for k in range(3)]
+    mixed = combine_shifts(three, lls)
+    assert prediction(mixed) == 1 and mixed["position_bias"][1] > 0 > mixed["position_bias"][2]
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        content, position = rng.normal(0, 2, 3), rng.normal(0, 3, 3)
+        lls = [[content[(j + k) % 3] + position[j] for j in range(3)] for k in range(3)]
+        assert prediction(combine_shifts(three, lls)) == int(np.argmax(content))
     two = Item(id="t", benchmark="t", fields={}, options=("x", "y"), labels=("A", "B"), gold=1)
     sym, cyc = combine(two, [-1.0, -2.0], [-0.5, -3.0]), combine_shifts(two, [[-1.0, -2.0], [-0.5, -3.0]])
     assert cyc["z_sym"] == pytest.approx(sym["z_sym"]) and cyc["b_map"] == pytest.approx(sym["b_map"])
