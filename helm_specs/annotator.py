@@ -207,6 +207,6 @@ def _finish(record: dict[str, Any], outcome: Outcome) -> dict[str, Any]:
     record["extraction_rule"] = outcome.extraction_rule
     # What qualifies the decision ("hedged"; "partial": an XSTest partial refusal, counted as a
     # refusal), beside the rule, so an auditor sees it without unpacking the outcome.
-    record["extraction_flags"] = list(outcome.extraction_flags)
+    record["extraction_flags"] = outcome.extraction_flags  # None where the readout cannot qualify a decision
     record["loglikelihoods"] = outcome.loglikelihoods
     return record
