@@ -142,9 +142,11 @@ def helm_bbq_shots(folder: Path, scenarios: Path) -> str:
 
 
 HELM_NATIVE = {
-    "truthfulqa": ("truthful_qa:task=mc_single,method=multiple_choice_joint", _seed_helm_truthfulqa),
-    "bbq": ("bbq:subject=all,method=multiple_choice_joint", seed_helm_bbq),
+    "truthfulqa": ("truthful_qa:task=mc_single,method=multiple_choice_joint", _seed_helm_truthfulqa, None),
+    "bbq": ("bbq:subject=all,method=multiple_choice_joint", seed_helm_bbq, helm_bbq_shots),
 }
+"""benchmark -> (HELM's run entry, how its scenario folder is seeded, what the report says of the
+seeding after the run, or None)."""
 
 
 def instance_key(benchmark: str, text: str) -> str:
@@ -180,7 +182,7 @@ def helm_native(anchor: Anchor, out: Path) -> HarnessRun:
         if benchmark not in HELM_NATIVE:
             run.missing[benchmark] = UNAVAILABLE.get(("helm", benchmark), "no native implementation")
             continue
-        entry, seed = HELM_NATIVE[benchmark]
+        entry, seed, _ = HELM_NATIVE[benchmark]
         cells[benchmark] = cell = cell_for(anchor.run_config(benchmark))
         try:
             keys[benchmark] = seed(cell, scenarios)
@@ -214,8 +216,9 @@ def helm_native(anchor: Anchor, out: Path) -> HarnessRun:
             continue
         folder = one_run_folder(runs, HELM_NATIVE[benchmark][0].split(":")[0] + ":", out)
         run.items[benchmark] = _helm_items(cell, benchmark, folder, keys[benchmark])
-        if benchmark == "bbq":
-            run.notes[benchmark] = helm_bbq_shots(folder, scenarios)
+        describe = HELM_NATIVE[benchmark][2]
+        if describe is not None:
+            run.notes[benchmark] = describe(folder, scenarios)
         stats = json.loads((folder / "stats.json").read_text())
         run.reported[benchmark] = {s["name"]["name"]: s["mean"] for s in stats
                                    if s["name"].get("split") in ("test", "valid") and s.get("mean") is not None
