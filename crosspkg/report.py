@@ -196,12 +196,14 @@ def write_report(comparison: Comparison, folder: Path) -> list[Path]:
     header = comparison.header
     findings = comparison.findings()
     gap = gaps(comparison)
+    gap_rows = path_gaps(comparison)
+    study_rows = case_study(comparison, gap_rows)
     scores = json_ready({
         "header": header, "scores": [s.__dict__ for s in comparison.scores], "gaps": gap,
         "ladder": {label: {b: [{"step": st.step, "description": st.description, "score": st.score.__dict__,
                                 "changed": st.changed} for st in steps] for b, steps in benchmarks.items()}
                    for label, benchmarks in comparison.ladder.items()},
-        "findings": len(findings), "path_gaps": path_gaps(comparison), "case_study": case_study(comparison)})
+        "findings": len(findings), "path_gaps": gap_rows, "case_study": study_rows})
     pd.DataFrame(items_rows(comparison)).to_parquet(folder / "items.parquet", index=False)
     (folder / "diffs.json").write_text(json.dumps(_diffs_json(comparison), indent=1) + "\n")
     _plot(comparison, folder / "scores.png")
@@ -229,8 +231,8 @@ def write_report(comparison: Comparison, folder: Path) -> list[Path]:
                           + (f"{text}\n" if text else ""))
     verdict_line = verdict(comparison)
     anchor = comparison.anchor
-    study = case_study_table(case_study(comparison), anchor.scoring, anchor.scoring_gap)
-    paths = path_gap_lines(path_gaps(comparison))
+    study = case_study_table(study_rows, anchor.scoring, anchor.scoring_gap)
+    paths = path_gap_lines(gap_rows)
     md = [f"# crosspkg compare: {', '.join(comparison.anchor.benchmarks)}", "", verdict_line, "",
           "## Case study: native gaps, the scoring-path gap, and what explains them", "", _markdown_table(study), "",
           *(["Scoring-path gap, same items:", "", *[f"* {line}" for line in paths], ""] if paths else []),
