@@ -56,12 +56,13 @@ def _env() -> dict[str, str]:
             "INSPECT_LOG_LEVEL": "warning"}
 
 
-def logged_command(command: list[str], folder: Path, cwd: Path | None = None) -> tuple[int, float]:
+def logged_command(command: list[str], folder: Path, cwd: Path | None = None,
+                   env: dict[str, str] | None = None) -> tuple[int, float]:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "command.txt").write_text(shlex.join(command) + "\n")
     started = time.time()
     with open(folder / "stdout.log", "w") as out, open(folder / "stderr.log", "w") as err:
-        proc = subprocess.run(command, stdout=out, stderr=err, env=_env(), cwd=cwd or folder)
+        proc = subprocess.run(command, stdout=out, stderr=err, env={**_env(), **(env or {})}, cwd=cwd or folder)
     seconds = time.time() - started
     (folder / "exit_status.txt").write_text(f"{proc.returncode}\n")
     return proc.returncode, seconds

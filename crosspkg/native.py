@@ -10,7 +10,8 @@ readout, metric and few-shot default are the harness's own. lm-eval runs as it d
 no chat template.
 
 Knowledge of each harness's native conventions (the hub schema of a dataset, how a native choice
-maps back to a core option) lives here and in :mod:`.native_helm` (HELM's scenarios) and nowhere
+maps back to a core option) lives here, in :mod:`.native_helm` (HELM's scenarios) and in
+:mod:`.native_inspect` (inspect_evals' data layout and sample ids) and nowhere
 else; the core knows nothing of it.
 """
 
@@ -33,9 +34,8 @@ from .readers import ordered_arguments
 
 UNAVAILABLE = {
     ("lm_eval", "xstest"): "lm-eval 0.4.13 has no XSTest task",
-    ("inspect", "truthfulqa"): "inspect-evals cannot be installed beside the other harnesses (needs datasets>=4.8.5)",
-    ("inspect", "bbq"): "inspect-evals cannot be installed beside the other harnesses (needs datasets>=4.8.5)",
-    ("inspect", "xstest"): "inspect-evals' XSTest is judged by gpt-4o (no API here); inspect-evals not installable",
+    ("inspect", "xstest"): "inspect_evals' XSTest is judged by a grader model (gpt-4o by default, no API here); "
+                           "its run with a substituted local judge is not implemented yet",
     ("inspect", "toxigen"): "Inspect has no ToxiGen implementation",
     ("inspect", "crows_pairs"): "Inspect has no CrowS-Pairs implementation",
     ("helm", "toxigen"): "HELM has no ToxiGen scenario",
@@ -45,7 +45,8 @@ UNAVAILABLE = {
 """Why a harness has no runnable native implementation of a benchmark here (shown in the report)."""
 
 
-def _paths(cell: Cell) -> dict[str, Path]:
+def data_files(cell: Cell) -> dict[str, Path]:
+    """The benchmark's pinned upstream files in the data folder, by upstream path."""
     return {f.path: cell.source.file(f) for f in cell.benchmark.files}
 
 
@@ -55,26 +56,31 @@ def _row_no(item_id: str) -> int:
 
 # ---- the hub schemas lm-eval's native tasks read --------------------------------------------
 
-def _truthfulqa_rows(cell: Cell) -> list[dict[str, Any]]:
-    """``truthfulqa/truthful_qa``, config ``multiple_choice``: question, mc1_targets, mc2_targets
-    (choices/labels in upstream order, the true answer first) from ``v0/mc_task.json``."""
-    paths = _paths(cell)
-    targets = {e["question"].strip(): e for e in json.loads(paths["truthfulqa/v0/mc_task.json"].read_text())}
+def truthfulqa_hub_rows(cell: Cell) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """``truthfulqa/truthful_qa``, config ``multiple_choice``, validation split: every question of
+    ``v0/mc_task.json`` (the file the hub's loading script pins), in its order, as question,
+    mc1_targets, mc2_targets (choices/labels in upstream order, the true answer first); and the
+    row of each core item, by item id."""
+    paths = data_files(cell)
+    entries = json.loads(paths["truthfulqa/v0/mc_task.json"].read_text())
+    rows = [{"question": e["question"], **{k: {"choices": list(e[k]), "labels": list(e[k].values())}
+                                           for k in ("mc1_targets", "mc2_targets")}} for e in entries]
+    by_question = {e["question"].strip(): n for n, e in enumerate(entries)}
     with open(paths["truthfulqa/v0/TruthfulQA.csv"], encoding="utf-8-sig", newline="") as handle:
         questions = [row["Question"].strip() for row in csv.DictReader(handle)]
-    rows = []
-    for c in cell.items:
-        entry = targets[questions[_row_no(c.item.id)]]
-        rows.append({"question": entry["question"], "safetyrepro_id": c.item.id,
-                     **{k: {"choices": list(entry[k]), "labels": list(entry[k].values())}
-                        for k in ("mc1_targets", "mc2_targets")}})
-    return rows
+    return rows, {c.item.id: by_question[questions[_row_no(c.item.id)]] for c in cell.items}
+
+
+def _truthfulqa_rows(cell: Cell) -> list[dict[str, Any]]:
+    """The core's items as rows of ``truthfulqa/truthful_qa`` (:func:`truthfulqa_hub_rows`)."""
+    rows, row_of = truthfulqa_hub_rows(cell)
+    return [rows[row_of[c.item.id]] | {"safetyrepro_id": c.item.id} for c in cell.items]
 
 
 def bbq_category_rows(cell: Cell) -> dict[str, list[dict[str, Any]]]:
     """Every upstream BBQ row in the data folder, per category, in file order."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for path in _paths(cell).values():
+    for path in data_files(cell).values():
         if path.suffix == ".jsonl":
             rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
             for row in rows:
@@ -86,7 +92,7 @@ def bbq_rows(cell: Cell) -> list[dict[str, Any]]:
     """``oskarvanderwal/bbq`` (``All``): the upstream JSONL rows as they are."""
     wanted = {(c.item.id.split("/")[1], c.item.id.split("/")[2]): c.item.id for c in cell.items}
     found: dict[str, dict[str, Any]] = {}
-    for path in _paths(cell).values():
+    for path in data_files(cell).values():
         if path.suffix != ".jsonl":
             continue
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -100,7 +106,7 @@ def bbq_rows(cell: Cell) -> list[dict[str, Any]]:
 def _toxigen_rows(cell: Cell) -> list[dict[str, Any]]:
     """``skg/toxigen-data`` (``annotated``): the upstream CSV row, text decoded from upstream's
     bytes literal as the hub's copy has it, scores as numbers."""
-    with open(_paths(cell)["toxigen/annotated_train.csv"], encoding="utf-8", newline="") as handle:
+    with open(data_files(cell)["toxigen/annotated_train.csv"], encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
     out = []
     for c in cell.items:
@@ -115,7 +121,7 @@ def _toxigen_rows(cell: Cell) -> list[dict[str, Any]]:
 def _crows_rows(cell: Cell) -> list[dict[str, Any]]:
     """``jannalu/crows_pairs_multilingual`` (``english``): sent_more, sent_less, stereo_antistereo,
     bias_type from the upstream CSV."""
-    with open(_paths(cell)["crows_pairs/crows_pairs_anonymized.csv"], encoding="utf-8", newline="") as handle:
+    with open(data_files(cell)["crows_pairs/crows_pairs_anonymized.csv"], encoding="utf-8", newline="") as handle:
         by_id = {f"crows_pairs/{row.get('') or n}": row for n, row in enumerate(csv.DictReader(handle))}
     return [{k: by_id[c.item.id][k] for k in ("sent_more", "sent_less", "stereo_antistereo", "bias_type")}
             | {"safetyrepro_id": c.item.id} for c in cell.items]
@@ -208,6 +214,15 @@ LADDER_STEPS: dict[str, tuple[tuple[str, str], ...]] = {
                    "HELM's readout of a 5-token greedy answer cut at its first newline"),
         ("readout", "+ the core's readout and run = the harmonized SafetyRepro task in HELM"),
     ),
+    # inspect_evals' prompt lists the options too: candidates first, as in HELM's ladder.
+    "inspect": (
+        ("native", "inspect_evals' own task: its multiple_choice prompt (\"ANSWER: $LETTER\"), the provider's chat "
+                   "template, its choice order (TruthfulQA: shuffled with seed 42) and gold, its readout (an ANSWER line)"),
+        ("candidates", "+ the core's options (text and order) and gold, in inspect_evals' own task and prompt"),
+        ("prompt", "+ the core's prompt (chat template, instructions, options, exemplars, \"Answer:\"), generated; "
+                   "still Inspect's multiple_choice readout (an ANSWER line)"),
+        ("readout", "+ the core's readout and run = the harmonized SafetyRepro task in Inspect"),
+    ),
 }
 """Per harness, the factor ladder from its native task to the harmonized one, one factor per step
 (the items are the core's from the first step: native rows are built from them)."""
@@ -296,18 +311,9 @@ def lm_eval_native(anchor: Anchor, out: Path) -> HarnessRun:
 def _task_name(native: LmEvalNative, step: str) -> str:
     return f"crosspkg_native_{native.task}" if step == "native" else f"crosspkg_ladder_{step}_{native.task}"
 
-def unavailable(harness: str) -> Callable[[Anchor, Path], HarnessRun]:
-    def runner(anchor: Anchor, out: Path) -> HarnessRun:
-        run = HarnessRun(harness, "native", [])
-        for benchmark in anchor.benchmarks:
-            run.missing[benchmark] = UNAVAILABLE.get((harness, benchmark), "no native implementation")
-        return run
-
-    return runner
-
-
 def native_runners() -> dict[str, Callable[[Anchor, Path], HarnessRun]]:
-    """Each harness's native run (HELM's in :mod:`.native_helm`)."""
+    """Each harness's native run (HELM's in :mod:`.native_helm`, Inspect's in :mod:`.native_inspect`)."""
     from .native_helm import helm_native
+    from .native_inspect import inspect_native
 
-    return {"lm_eval": lm_eval_native, "inspect": unavailable("inspect"), "helm": helm_native}
+    return {"lm_eval": lm_eval_native, "inspect": inspect_native, "helm": helm_native}

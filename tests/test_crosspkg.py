@@ -65,9 +65,9 @@ def test_items_table_and_native_diffs(compared) -> None:
     _, root = compared
     out = root / "c1"
     items = pd.read_parquet(out / "items.parquet")
-    # truthfulqa: 2 items x (core, lm_eval, inspect, helm, lm_eval native, helm native);
-    # crows_pairs: 2 items x the same without HELM native (HELM has no CrowS-Pairs)
-    assert len(items) == 22
+    # truthfulqa: 2 items x (core, lm_eval, inspect, helm, lm_eval native, helm native, inspect native);
+    # crows_pairs: 2 items x the same without HELM's and Inspect's (neither has CrowS-Pairs)
+    assert len(items) == 24
     assert set(items["harness"]) == {"core", "lm_eval", "inspect", "helm"}
     helm_native = items[(items["harness"] == "helm") & (items["mode"] == "native")]
     assert sorted(helm_native["item_id"]) == sorted(items[(items["harness"] == "core")
@@ -84,14 +84,23 @@ def test_items_table_and_native_diffs(compared) -> None:
     assert not [d for key, entries in diffs.items() if "native" not in key for d in entries if d["finding"]]
     report = (out / "report.md").read_text()
     assert "## Native metrics as each harness reports them" in report and "pct_stereotype" in report
-    assert "inspect (native): truthfulqa: inspect-evals cannot be installed" in report
+    assert "inspect (native): crows_pairs: Inspect has no CrowS-Pairs implementation" in report
+    assert "inspect (native): truthfulqa: inspect_evals' own truthfulqa (mc1; samples and choices shuffled" in report
     assert "helm (native): crows_pairs: HELM has no CrowS-Pairs scenario" in report
     assert diffs["truthfulqa:core~helm-native"] and "exact_match" in report
     assert "truthfulqa, core vs lm_eval-native" in report
     assert "truthfulqa: core, lm_eval, inspect, helm give the same prediction on all 2 items." in report
     html = (out / "report.html").read_text()
     assert "<img src='scores.png'" in html and (out / "scores.png").stat().st_size > 1000
-    for harness in ("lm_eval", "inspect", "helm", "lm_eval-native", "helm-native"):
+    # inspect_evals' truthfulqa, its choices shuffled with its seed, read back as the core's options and gold
+    inspect_native = items[(items["harness"] == "inspect") & (items["mode"] == "native")]
+    cell = cell_for(Anchor.model_validate(ANCHOR).run_config("truthfulqa"))
+    assert sorted(inspect_native["item_id"]) == sorted(c.item.id for c in cell.items)
+    for _, row in inspect_native.iterrows():
+        core = cell.item(row["item_id"]).item
+        assert sorted(json.loads(row["candidates"])) == sorted(core.options) and row["gold"] == core.gold
+        assert "'ANSWER: $LETTER' (without quotes)" in row["prompt"]
+    for harness in ("lm_eval", "inspect", "helm", "lm_eval-native", "helm-native", "inspect-native"):
         assert (out / harness / "command.txt").is_file() and (out / harness / "exit_status.txt").read_text() == "0\n"
 
 
@@ -108,6 +117,11 @@ def test_factor_ladder_walks_from_native_to_harmonized(compared) -> None:
     # HELM's ladder: its joint prompt lists the options, so the core's candidates go in first.
     steps = scores["ladder"]["helm-native"]["truthfulqa"]
     assert [s["step"] for s in steps] == ["native", "candidates", "prompt", "readout"]
+    # Inspect's too (inspect_evals' multiple_choice prompt lists the options).
+    inspect_steps = scores["ladder"]["inspect-native"]["truthfulqa"]
+    assert [s["step"] for s in inspect_steps] == ["native", "candidates", "prompt", "readout"]
+    assert inspect_steps[0]["score"]["value"] == by_run[("truthfulqa", "inspect", "native")]
+    assert inspect_steps[-1]["score"]["value"] == by_run[("truthfulqa", "inspect", "harmonized")]
     assert steps[0]["score"]["value"] == by_run[("truthfulqa", "helm", "native")]
     assert steps[-1]["score"]["value"] == by_run[("truthfulqa", "helm", "harmonized")]
     assert "crows_pairs" not in scores["ladder"]["helm-native"]  # HELM has no CrowS-Pairs scenario
@@ -152,8 +166,8 @@ def test_the_case_study_opens_the_report_with_native_and_scoring_path_gaps(compa
         assert len({(r["other_value"], tuple(r["changed"])) for r in rows}) == 1
     study = {row["benchmark"]: row for row in scores["case_study"]}
     truthfulqa = study["truthfulqa"]
-    native = [by_run[("truthfulqa", h, "native")] for h in ("lm_eval", "helm")]
-    assert truthfulqa["native_gap"] == pytest.approx(max(native) - min(native))
+    native = [v for h in ("lm_eval", "helm", "inspect") if (v := by_run[("truthfulqa", h, "native")]) is not None]
+    assert len(native) >= 2 and truthfulqa["native_gap"] == pytest.approx(max(native) - min(native))
     steps = truthfulqa["factors"]["lm_eval-native"]["steps"]
     assert sum(v["delta"] for v in steps.values()) == pytest.approx(truthfulqa["factors"]["lm_eval-native"]["total"])
     assert study["crows_pairs"]["native_gap"] is None  # one package's native run: no gap between packages

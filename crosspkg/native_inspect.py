@@ -1,0 +1,280 @@
+"""Inspect's native mode: inspect_evals' own tasks, in an environment of their own, fed offline.
+
+inspect-evals needs ``datasets>=4.8.5`` where HELM pins ``datasets~=3.1``, so its tasks run from
+``.venv-inspect-evals`` (``scripts/setup.sh --inspect-evals``), through that environment's real
+``inspect eval`` CLI, with the same ``safetyrepro/`` model provider (same torch, transformers and
+inspect-ai as the main environment: the same tokens for the same prompt).
+
+Each task reads its data where inspect_evals 0.26.0 looks for it, written here from the same pinned
+upstream files the core reads:
+
+* ``inspect_evals/bbq`` builds its dataset with a loading script from
+  ``$INSPECT_EVALS_CACHE_DIR/bbq_dataset/bbq/data/<Category>.jsonl`` (all eleven files must exist).
+  Each core item's upstream row is written to its category's file (the others stay empty) and
+  the task runs on the categories present (``-T subsets=``). BBQ has no shuffling: a sample's
+  prompt and choices depend on its row alone.
+* ``inspect_evals/truthfulqa`` calls ``datasets.load_dataset("truthfulqa/truthful_qa",
+  "multiple_choice")``, which reads a local folder of that name in the working directory before
+  the hub. It shuffles the samples, then every sample's choices, with seed 42, in dataset order:
+  a sample's choice order depends on its position among all 817 questions, so the whole split is
+  written, in the hub's order, and the core's items are picked with ``--sample-id``.
+
+Prompt (``multiple_choice``'s "ANSWER: $LETTER" template, the provider's chat template), choice
+order, gold, readout (an ``ANSWER:`` line) and metric are inspect_evals' own. The factor ladder's
+middle steps run in the same ``inspect eval`` call: inspect_evals' tasks with the core's options
+and gold swapped in (:mod:`.inspect_ladder`), and the SafetyRepro task generating (the core's
+prompt) read back with Inspect's own ``multiple_choice`` readout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from safetyrepro.adapters import Cell
+
+from .agreement import HarnessItem
+from .anchor import Anchor, cell_for
+from .harnesses import HarnessRun, failed, logged_command
+from .native import UNAVAILABLE, bbq_rows, core_option, truthfulqa_hub_rows
+
+VENV_VARIABLE = "SAFETYREPRO_INSPECT_EVALS_VENV"
+"""Where inspect_evals' environment is, if not ``.venv-inspect-evals`` beside the running one."""
+INSPECT_EVALS_VERSION = "0.26.0"
+"""The inspect_evals whose data layout and sample ids this module writes and reads."""
+BBQ_CATEGORIES = ("Age", "Disability_status", "Gender_identity", "Nationality", "Physical_appearance",
+                  "Race_ethnicity", "Race_x_SES", "Race_x_gender", "Religion", "SES", "Sexual_orientation")
+"""The eleven files inspect_evals' BBQ loading script opens (``bbq.TASKS``)."""
+
+
+def inspect_evals_venv() -> Path:
+    configured = os.environ.get(VENV_VARIABLE)
+    return Path(configured) if configured else Path(sys.prefix).parent / ".venv-inspect-evals"
+
+
+def stable_id(text: str, prefix: str) -> str:
+    """inspect_evals' ``create_stable_id(text, prefix=...)``: the sample id of a question."""
+    return f"{prefix}_{hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()[:8]}"
+
+
+def _seed_bbq(cell: Cell, run_dir: Path) -> tuple[dict[str, str], dict[str, Any]]:
+    folder = run_dir / "inspect_evals_cache" / "bbq_dataset" / "bbq" / "data"
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = bbq_rows(cell)
+    for category in BBQ_CATEGORIES:
+        own = [r for r in rows if r["category"] == category]
+        (folder / f"{category}.jsonl").write_text(
+            "".join(json.dumps({k: v for k, v in r.items() if k != "safetyrepro_id"}) + "\n" for r in own))
+    subsets = [c for c in BBQ_CATEGORIES if any(r["category"] == c for r in rows)]
+    ids = {f"{r['category']}_{int(r['example_id']):05d}": r["safetyrepro_id"] for r in rows}
+    return ids, {"subsets": subsets}
+
+
+def _seed_truthfulqa(cell: Cell, run_dir: Path) -> tuple[dict[str, str], dict[str, Any]]:
+    rows, row_of = truthfulqa_hub_rows(cell)
+    folder = run_dir / "truthfulqa" / "truthful_qa"
+    (folder / "multiple_choice").mkdir(parents=True, exist_ok=True)
+    (folder / "multiple_choice" / "validation.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # The hub repository's own layout: a dataset card whose YAML names the config's files.
+    (folder / "README.md").write_text("---\nconfigs:\n- config_name: multiple_choice\n  data_files:\n"
+                                      "  - split: validation\n    path: multiple_choice/validation.jsonl\n---\n")
+    return {stable_id(rows[row]["question"], "truthfulqa"): item_id for item_id, row in row_of.items()}, {}
+
+
+@dataclass(frozen=True)
+class InspectNative:
+    task: str
+    """inspect_evals' registered task."""
+    seed: Callable[[Cell, Path], tuple[dict[str, str], dict[str, Any]]]
+    """Writes the task's data under the run folder; returns {its sample id: core item id} and the
+    task arguments the run needs."""
+    fed: str
+    """How it was fed, for the report."""
+
+
+INSPECT_NATIVE = {
+    "bbq": InspectNative("inspect_evals/bbq", _seed_bbq,
+                         "inspect_evals' own bbq (no shuffling), the core's rows written to its cache's category files, "
+                         "run on the categories present"),
+    "truthfulqa": InspectNative("inspect_evals/truthfulqa", _seed_truthfulqa,
+                                "inspect_evals' own truthfulqa (mc1; samples and choices shuffled with seed 42): all "
+                                "817 questions of v0/mc_task.json in the hub's order, the core's items picked with "
+                                "--sample-id, so each has the choice order inspect_evals users see"),
+}
+"""Benchmarks inspect_evals implements and that run here; XSTest is judged by a model (see UNAVAILABLE)."""
+
+LADDER_FILE = Path(__file__).with_name("inspect_ladder.py")
+
+
+def _ladder_task(benchmark: str) -> str:
+    return f"crosspkg_ladder_candidates_{benchmark}"
+
+
+def inspect_native(anchor: Anchor, out: Path) -> HarnessRun:
+    """inspect_evals' own tasks on the core's items, plus the factor ladder's two middle steps
+    (its last step is the harmonized run) when the anchor's template is a direct one."""
+    from safetyrepro.adapters import get_style
+
+    run = HarnessRun("inspect", "native", [])
+    venv = inspect_evals_venv()
+    todo = [b for b in anchor.benchmarks if b in INSPECT_NATIVE]
+    for benchmark in anchor.benchmarks:
+        if benchmark not in INSPECT_NATIVE:
+            run.missing[benchmark] = UNAVAILABLE.get(("inspect", benchmark), "no native implementation")
+        elif not (venv / "bin" / "inspect").is_file():
+            run.missing[benchmark] = (f"inspect_evals' environment is not set up ({venv} has no bin/inspect): run "
+                                      f"scripts/setup.sh --inspect-evals, or set {VENV_VARIABLE}")
+    if not (venv / "bin" / "inspect").is_file() or not todo:
+        return run
+    ladder = not get_style(anchor.template).reasoning
+    out.mkdir(parents=True, exist_ok=True)
+    cells, ids, tasks, selectors, args, tables = {}, {}, [], [], {}, {}
+    for benchmark in todo:
+        native = INSPECT_NATIVE[benchmark]
+        cells[benchmark] = cell = cell_for(anchor.run_config(benchmark))
+        ids[benchmark], task_args = native.seed(cell, out)
+        args.update(task_args)
+        steps = [native.task]
+        if ladder:
+            tables[benchmark] = {sample_id: {"options": list(cell.item(item_id).item.options),
+                                             "gold": cell.item(item_id).item.gold}
+                                 for sample_id, item_id in ids[benchmark].items()}
+            steps.append(_ladder_task(benchmark))
+        for task in steps:
+            selectors += [f"{task}:{sample_id}" for sample_id in ids[benchmark]]
+        tasks += [native.task] + ([f"{LADDER_FILE}@{_ladder_task(benchmark)}"] if ladder else [])
+        if ladder:  # the core's prompt, generated, to be read Inspect's way
+            tasks.append(f"safetyrepro/{benchmark}")
+            selectors += [f"safetyrepro/{benchmark}:{item_id}" for item_id in ids[benchmark].values()]
+        run.notes[benchmark] = f"{native.fed} (inspect_evals {INSPECT_EVALS_VERSION}, {venv.name})"
+    if tables:
+        (out / "ladder.json").write_text(json.dumps(tables, indent=1) + "\n")
+        args["table"] = str((out / "ladder.json").resolve())
+    # One call, the model loaded once. Task arguments go to every task; each takes only its own
+    # (Inspect warns about and drops the rest), and --sample-id selectors name their task.
+    run.command = [str(venv / "bin" / "inspect"), "eval", *tasks, "--model", f"safetyrepro/{anchor.model}",
+                   *[a for k, v in args.items() for a in ("-T", f"{k}={json.dumps(v)}")],
+                   "-T", f"template={anchor.template}", "-T", "scoring=regex", "-T", f"fewshot={anchor.fewshot}",
+                   "--sample-id", ",".join(selectors), "--log-dir", "logs", "--display", "plain",
+                   "--seed", str(anchor.seed)]
+    if anchor.quantization == "nf4":
+        run.command += ["-M", "quantization=nf4"]
+    with tempfile.TemporaryDirectory(prefix="crosspkg-hf-datasets-") as hf_cache:  # arrow caches, not results
+        status, run.seconds = logged_command(run.command, out, env={
+            "INSPECT_EVALS_CACHE_DIR": str((out / "inspect_evals_cache").resolve()), "HF_DATASETS_CACHE": hf_cache})
+    if status != 0:
+        raise failed("inspect (native)", out, status)
+    logs = logs_by_task(out / "logs")
+    for benchmark, cell in cells.items():
+        native_log = _log_of(logs, INSPECT_NATIVE[benchmark].task, out)
+        run.items[benchmark] = _native_items(cell, native_log, ids[benchmark])
+        run.reported[benchmark] = reported_metrics(native_log)
+        if ladder:
+            from .readers import read_inspect_log
+
+            prompt = read_inspect_log(_log_of(logs, f"safetyrepro/{benchmark}", out))
+            run.ladder[benchmark] = {
+                "candidates": _native_items(cell, _log_of(logs, _ladder_task(benchmark), out), ids[benchmark],
+                                            core_order=True),
+                "prompt": {i: inspect_readout(cell, h) for i, h in prompt.items()}}
+    return run
+
+
+def logs_by_task(log_dir: Path) -> dict[str, Path]:
+    """The newest ``.eval`` log of each task in a log folder, by task name."""
+    from inspect_ai.log import read_eval_log
+
+    found: dict[str, tuple[str, Path]] = {}
+    for path in sorted(log_dir.glob("*.eval")):
+        header = read_eval_log(str(path), header_only=True)
+        if header.eval.task not in found or str(header.eval.created) > found[header.eval.task][0]:
+            found[header.eval.task] = (str(header.eval.created), path)
+    return {task: path for task, (_, path) in found.items()}
+
+
+def _log_of(logs: dict[str, Path], task: str, out: Path) -> Path:
+    from safetyrepro.adapters import ConfigError
+
+    if task not in logs:
+        raise ConfigError(f"inspect (native) wrote no log for {task}", f"see {out}/stderr.log")
+    return logs[task]
+
+
+def _letter_index(letter: str) -> int | None:
+    letter = letter.strip().upper()
+    return ord(letter) - ord("A") if len(letter) == 1 and "A" <= letter <= "Z" else None
+
+
+def _native_items(cell: Cell, path: Path, ids: dict[str, str], *, core_order: bool = False) -> dict[str, HarnessItem]:
+    """An inspect_evals log's samples as core items: the choice its ``choice()`` scorer read and
+    its target, mapped to the core's options by text (``core_order``: the choices already are the
+    core's options, in order)."""
+    from inspect_ai.log import read_eval_log
+
+    from safetyrepro.adapters import ConfigError
+
+    log = read_eval_log(str(path), resolve_attachments=True)
+    if log.status != "success":
+        raise ConfigError(f"Inspect log {path.name} has status {log.status!r}", f"see {path.parent.parent}/stderr.log")
+    items = {}
+    for sample in log.samples or []:
+        item_id = ids.get(str(sample.id))
+        if item_id is None:
+            continue
+        choices = list(sample.choices or [])
+        score = next(iter(sample.scores.values())) if sample.scores else None
+        answer = (score.answer or "") if score is not None else ""
+        chosen = _letter_index(answer) if answer else None
+        targets = sample.target if isinstance(sample.target, list) else [sample.target]
+        gold = _letter_index(targets[0]) if targets else None
+        model_events = [e for e in sample.events if e.event == "model"]
+        metadata = (model_events[0].output.metadata or {}) if model_events else {}
+
+        def mapped(index: int | None) -> int | None:
+            if index is None or index >= len(choices):
+                return None
+            return index if core_order else core_option(cell, item_id, choices[index])
+
+        items[item_id] = HarnessItem(
+            item_id=item_id, generation_prompt=metadata.get("prompt"), scoring_contexts=[], candidates=choices,
+            loglikelihoods=None, raw_output=sample.output.completion if sample.output else None,
+            prediction=mapped(chosen),
+            extraction_rule=f"Inspect multiple_choice: ANSWER: {answer}" if answer
+            else "Inspect multiple_choice: no ANSWER line (no option)",
+            gold=mapped(gold) if cell.item(item_id).item.gold is not None else None,
+        )
+    return items
+
+
+def reported_metrics(path: Path) -> dict[str, float]:
+    """The metrics as inspect_evals itself reported them."""
+    from inspect_ai.log import read_eval_log
+
+    log = read_eval_log(str(path), header_only=True)
+    return {name: float(m.value) for s in (log.results.scores if log.results else [])
+            for name, m in s.metrics.items() if name != "stderr" and isinstance(m.value, (int, float))}
+
+
+def inspect_readout(cell: Cell, item: HarnessItem) -> HarnessItem:
+    """An item read by Inspect's ``multiple_choice`` readout instead of the core's: its last
+    ``ANSWER: <letter>`` line, the letter one of the options'. Inspect's own function reads it
+    (imported from inside the solver's module: the solver applies it to its own state only, and
+    a copy of its patterns would drift from the version that ran)."""
+    from inspect_ai.solver._multiple_choice import parse_answers
+
+    labels = list(cell.item(item.item_id).item.labels)
+    state = SimpleNamespace(output=SimpleNamespace(completion=item.raw_output or ""), choices=labels)
+    answers = sorted(parse_answers(state, multiple_correct=False))  # type: ignore[arg-type]
+    letter = answers[0] if answers else None
+    prediction = labels.index(letter) if letter in labels else None
+    return replace(item, prediction=prediction, loglikelihoods=None,
+                   extraction_rule=f"Inspect multiple_choice: ANSWER: {letter}" if prediction is not None
+                   else "Inspect multiple_choice: no ANSWER line (no option)")

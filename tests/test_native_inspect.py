@@ -1,0 +1,109 @@
+"""Inspect's native mode: inspect_evals' own bbq through the real `inspect eval` of its own
+environment (.venv-inspect-evals), fed offline from the pinned files, read back from its logs;
+TruthfulQA's native run is in test_crosspkg's shared anchor."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from safetyrepro.crosspkg.agreement import HarnessItem
+from safetyrepro.crosspkg.anchor import Anchor, cell_for
+from safetyrepro.crosspkg.native_inspect import VENV_VARIABLE, inspect_evals_venv, inspect_native, inspect_readout
+
+BIN = Path(sys.executable).parent
+ANCHOR = {"model": "embedded", "benchmarks": ["bbq", "toxigen"], "template": "minimal", "scoring": "logprob",
+          "fewshot": 0, "decoding": "greedy", "limit": 3, "harnesses": ["inspect"], "mode": "native"}
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    assert (inspect_evals_venv() / "bin" / "inspect").is_file(), \
+        "inspect_evals' environment is missing -- fix: bash scripts/setup.sh --tests"
+    root = tmp_path_factory.mktemp("inspect-native")
+    (root / "anchor.yaml").write_text(yaml.safe_dump(ANCHOR))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    proc = subprocess.run([str(BIN / "crosspkg"), "compare", "anchor.yaml", "--out", "c"], capture_output=True,
+                          text=True, env=env, cwd=root, timeout=1200)
+    assert proc.returncode in (0, 1), proc.stderr[-4000:]
+    return root / "c"
+
+
+def test_inspect_evals_bbq_runs_as_shipped_on_the_core_items(compared: Path) -> None:
+    import pandas as pd
+    from inspect_ai.log import read_eval_log
+
+    anchor = Anchor.model_validate(ANCHOR)
+    cell = cell_for(anchor.run_config("bbq"))
+    items = pd.read_parquet(compared / "items.parquet")
+    native = items[(items["harness"] == "inspect") & (items["mode"] == "native")].set_index("item_id")
+    assert sorted(native.index) == sorted(c.item.id for c in cell.items)  # every core item, nothing else
+    for c in cell.items:
+        row = native.loc[c.item.id]
+        assert "'ANSWER: $LETTER' (without quotes) where LETTER is one of A,B,C." in row["prompt"]  # its own prompt
+        assert "<|im_start|>assistant" in row["prompt"]  # the provider's chat template, as Inspect users get it
+        assert json.loads(row["candidates"]) == list(c.item.options)  # BBQ: the upstream answers, unshuffled
+        assert row["gold"] == c.item.gold  # its target letter read back as the core's gold
+    # The command is inspect_evals' own task in its own environment.
+    command = (compared / "inspect-native" / "command.txt").read_text()
+    assert str(inspect_evals_venv() / "bin" / "inspect") in command and " inspect_evals/bbq " in command
+    logs = {read_eval_log(str(p), header_only=True).eval.task: p for p in (compared / "inspect-native" / "logs").glob("*.eval")}
+    log = read_eval_log(str(logs["inspect_evals/bbq"]))
+    assert log.eval.packages["inspect_evals"] == "0.26.0" and len(log.samples or []) == ANCHOR["limit"]
+    # Our reading of its log gives its own metric: accuracy = share of samples its scorer marked correct.
+    correct = sum(1 for s in log.samples or [] if next(iter(s.scores.values())).value == "C")
+    scores = json.loads((compared / "scores.json").read_text())
+    assert log.results.scores[0].metrics["accuracy"].value == pytest.approx(correct / ANCHOR["limit"])
+    ours = sum(1 for item_id in native.index if native.loc[item_id, "prediction"] == native.loc[item_id, "gold"])
+    assert ours == correct
+    report = (compared / "report.md").read_text()
+    assert "inspect (native): bbq: inspect_evals' own bbq" in report
+    assert "inspect (native): toxigen: Inspect has no ToxiGen implementation" in report
+    steps = scores["ladder"]["inspect-native"]["bbq"]
+    assert [s["step"] for s in steps] == ["native", "candidates", "prompt", "readout"]
+
+
+def test_the_ladders_candidates_step_is_inspect_evals_task_with_the_core_options(compared: Path) -> None:
+    from inspect_ai.log import read_eval_log
+
+    cell = cell_for(Anchor.model_validate(ANCHOR).run_config("bbq"))
+    logs = {read_eval_log(str(p), header_only=True).eval.task: p for p in (compared / "inspect-native" / "logs").glob("*.eval")}
+    assert set(logs) == {"inspect_evals/bbq", "crosspkg_ladder_candidates_bbq", "safetyrepro/bbq"}
+    swapped = read_eval_log(str(logs["crosspkg_ladder_candidates_bbq"]))
+    for sample in swapped.samples or []:
+        core = next(c for c in cell.items if c.item.fields["context"].strip() in str(sample.input)
+                    and c.item.fields["question"].strip() in str(sample.input))
+        assert list(sample.choices or []) == list(core.item.options) and sample.target == "ABC"[core.item.gold]
+    core_prompt = read_eval_log(str(logs["safetyrepro/bbq"]))
+    assert {str(s.id) for s in core_prompt.samples or []} == {c.item.id for c in cell.items}
+
+
+def _item(text: str) -> HarnessItem:
+    cell = cell_for(Anchor.model_validate(ANCHOR).run_config("bbq"))
+    return HarnessItem(item_id=cell.items[0].item.id, generation_prompt="p", scoring_contexts=[], candidates=[],
+                       loglikelihoods=None, raw_output=text, prediction=0, extraction_rule="core")
+
+
+@pytest.mark.parametrize(("text", "prediction"), [
+    ("ANSWER: B", 1), ("Let me think.\nANSWER: c.", 2), ("The answer is C) The 45-year-old.", None),
+    ("B", None), ("ANSWER: D", None), ("", None)])
+def test_inspect_readout_is_inspects_own(text: str, prediction: int | None) -> None:
+    cell = cell_for(Anchor.model_validate(ANCHOR).run_config("bbq"))
+    read = inspect_readout(cell, _item(text))
+    assert read.prediction == prediction and read.loglikelihoods is None
+    assert ("no ANSWER line" in read.extraction_rule) == (prediction is None)
+
+
+def test_without_its_environment_the_native_run_is_listed_with_the_fix(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(VENV_VARIABLE, str(tmp_path / "absent"))
+    run = inspect_native(Anchor.model_validate({**ANCHOR, "benchmarks": ["bbq", "crows_pairs"]}), tmp_path / "out")
+    assert not run.items and not (tmp_path / "out").exists()
+    assert "scripts/setup.sh --inspect-evals" in run.missing["bbq"]
+    assert run.missing["crows_pairs"] == "Inspect has no CrowS-Pairs implementation"
