@@ -145,6 +145,15 @@ def nothing_to_measure(n: int, unparsed: int) -> MetricValue:
                        note=f"no answer could be read ({unparsed} of {n} unparsed): nothing to measure")
 
 
+def within(part: Sequence[Outcome], measure: Callable[[], MetricValue]) -> MetricValue:
+    """A metric over one part of a cell's items (a context condition, a prompt subset): undefined
+    where that part has items but none of them was read, as a whole cell is (a 0.0 from its
+    formula would read as measured)."""
+    if part and not any(o.parsed for o in part):
+        return nothing_to_measure(len(part), len(part))
+    return measure()
+
+
 def json_ready(value: Any) -> Any:
     """``value`` with every NaN float replaced by ``None``, for JSON files: an undefined metric is
     ``null`` (standard JSON), not the non-standard ``NaN``."""

@@ -10,7 +10,8 @@ Formats (in ``scores.json``, stable):
 * ``case_study``: ``[{benchmark, metric, native: {run: value}, native_gap, native_between,
   path_gap: {harness: gap}, factors: {run: {"total": x, "steps": {step: {"delta", "share"}}}}}]``
   -- ``share = delta / total`` (signed: factors can pull apart and cancel; undefined where the
-  native run already scores as the harmonized one).
+  native run already scores as the harmonized one). A native run that is not wholly the package's
+  own carries its qualifier in its key (``inspect/native (native prompt, substituted judge)``).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def case_study(comparison: Comparison, gaps: list[dict[str, Any]]) -> list[dict[
     :func:`path_gaps` of the same comparison (computed once: each score is bootstrapped)."""
     rows = []
     for benchmark in comparison.anchor.benchmarks:
-        native = {f"{s.harness}/native": s.value for s in comparison.scores
+        native = {f"{s.harness}/native" + (f" ({s.qualifier})" if s.qualifier else ""): s.value for s in comparison.scores
                   if s.benchmark == benchmark and s.mode == "native" and not math.isnan(s.value)}
         metric = next((s.metric for s in comparison.scores if s.benchmark == benchmark), "")
         if len(native) >= 2:

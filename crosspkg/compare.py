@@ -33,6 +33,8 @@ class Score:
     ci_high: float
     n: int
     all_metrics: dict[str, float] = field(default_factory=dict)
+    qualifier: str = ""
+    """Where the run is not wholly the harness's own, what differs (shown beside the score)."""
 
 
 @dataclass
@@ -78,7 +80,10 @@ def score_items(anchor: Anchor, benchmark: str, items: dict[str, HarnessItem], h
 
 
 def harness_scores(anchor: Anchor, run: HarnessRun) -> list[Score]:
-    return [score_items(anchor, benchmark, items, run.harness, run.mode) for benchmark, items in run.items.items()]
+    scores = [score_items(anchor, benchmark, items, run.harness, run.mode) for benchmark, items in run.items.items()]
+    for score in scores:
+        score.qualifier = run.qualifiers.get(score.benchmark, "")
+    return scores
 
 
 @dataclass
@@ -159,6 +164,7 @@ def run_comparison(anchor: Anchor, out: Path, notify: Callable[[str], None]) -> 
     scores = [s for r in runs for s in harness_scores(anchor, r)]
     header = {"anchor": anchor.model_dump(mode="json"), "anchor_sha256": anchor.anchor_hash(),
               "model": model, "versions": {**next(iter(summaries.values())).get("versions", {}), **_harness_versions()},
+              "native_versions": {r.label: r.versions for r in runs if r.versions},
               "config_sha256": {b: anchor.run_config(b).config_hash() for b in anchor.benchmarks},
               "tolerance": {"same_shapes": tolerance_for(runtime, same_shapes=True),
                             "with_helm": tolerance_for(runtime, same_shapes=False)}, "harness_seconds": {f"{r.harness}/{r.mode}": round(r.seconds, 1) for r in runs},

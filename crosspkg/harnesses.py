@@ -45,6 +45,11 @@ class HarnessRun:
     notes: dict[str, str] = field(default_factory=dict)
     """How a benchmark was run where the harness's own defaults needed data (e.g. the rows HELM's
     in-context examples came from), per benchmark (shown in the report)."""
+    qualifiers: dict[str, str] = field(default_factory=dict)
+    """A label every score of a benchmark carries where the run is not wholly the harness's own
+    (e.g. a substituted judge), per benchmark."""
+    versions: dict[str, str] = field(default_factory=dict)
+    """Package versions of a run made outside the main environment (inspect_evals' own)."""
 
     @property
     def label(self) -> str:

@@ -34,8 +34,6 @@ from .readers import ordered_arguments
 
 UNAVAILABLE = {
     ("lm_eval", "xstest"): "lm-eval 0.4.13 has no XSTest task",
-    ("inspect", "xstest"): "inspect_evals' XSTest is judged by a grader model (gpt-4o by default, no API here); "
-                           "its run with a substituted local judge is not implemented yet",
     ("inspect", "toxigen"): "Inspect has no ToxiGen implementation",
     ("inspect", "crows_pairs"): "Inspect has no CrowS-Pairs implementation",
     ("helm", "toxigen"): "HELM has no ToxiGen scenario",

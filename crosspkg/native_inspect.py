@@ -28,9 +28,11 @@ prompt) read back with Inspect's own ``multiple_choice`` readout.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import os
+import shlex
 import sys
 import tempfile
 from collections.abc import Callable
@@ -44,7 +46,7 @@ from safetyrepro.adapters import Cell
 from .agreement import HarnessItem
 from .anchor import Anchor, cell_for
 from .harnesses import HarnessRun, failed, logged_command
-from .native import UNAVAILABLE, bbq_rows, core_option, truthfulqa_hub_rows
+from .native import UNAVAILABLE, bbq_rows, core_option, data_files, truthfulqa_hub_rows
 
 VENV_VARIABLE = "SAFETYREPRO_INSPECT_EVALS_VENV"
 """Where inspect_evals' environment is, if not ``.venv-inspect-evals`` beside the running one."""
@@ -65,7 +67,12 @@ def stable_id(text: str, prefix: str) -> str:
     return f"{prefix}_{hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()[:8]}"
 
 
-def _seed_bbq(cell: Cell, run_dir: Path) -> tuple[dict[str, str], dict[str, Any]]:
+Seeded = tuple[dict[str, dict[str, str]], dict[str, Any]]
+"""What seeding a benchmark's data returns: per task to run, {its sample id: core item id}; and
+the task arguments the run needs."""
+
+
+def _seed_bbq(cell: Cell, run_dir: Path) -> Seeded:
     folder = run_dir / "inspect_evals_cache" / "bbq_dataset" / "bbq" / "data"
     folder.mkdir(parents=True, exist_ok=True)
     rows = bbq_rows(cell)
@@ -75,43 +82,75 @@ def _seed_bbq(cell: Cell, run_dir: Path) -> tuple[dict[str, str], dict[str, Any]
             "".join(json.dumps({k: v for k, v in r.items() if k != "safetyrepro_id"}) + "\n" for r in own))
     subsets = [c for c in BBQ_CATEGORIES if any(r["category"] == c for r in rows)]
     ids = {f"{r['category']}_{int(r['example_id']):05d}": r["safetyrepro_id"] for r in rows}
-    return ids, {"subsets": subsets}
+    return {"inspect_evals/bbq": ids}, {"subsets": subsets}
 
 
-def _seed_truthfulqa(cell: Cell, run_dir: Path) -> tuple[dict[str, str], dict[str, Any]]:
+def _hub_folder(folder: Path, config: str, split: str, rows: list[dict[str, Any]]) -> None:
+    """A dataset folder laid out as its hub repository: a card whose YAML names the config's files."""
+    (folder / config).mkdir(parents=True, exist_ok=True)
+    (folder / config / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "README.md").write_text(f"---\nconfigs:\n- config_name: {config}\n  data_files:\n"
+                                      f"  - split: {split}\n    path: {config}/{split}.jsonl\n---\n")
+
+
+def _seed_truthfulqa(cell: Cell, run_dir: Path) -> Seeded:
     rows, row_of = truthfulqa_hub_rows(cell)
-    folder = run_dir / "truthfulqa" / "truthful_qa"
-    (folder / "multiple_choice").mkdir(parents=True, exist_ok=True)
-    (folder / "multiple_choice" / "validation.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    # The hub repository's own layout: a dataset card whose YAML names the config's files.
-    (folder / "README.md").write_text("---\nconfigs:\n- config_name: multiple_choice\n  data_files:\n"
-                                      "  - split: validation\n    path: multiple_choice/validation.jsonl\n---\n")
-    return {stable_id(rows[row]["question"], "truthfulqa"): item_id for item_id, row in row_of.items()}, {}
+    _hub_folder(run_dir / "truthfulqa" / "truthful_qa", "multiple_choice", "validation", rows)
+    return {"inspect_evals/truthfulqa": {stable_id(rows[row]["question"], "truthfulqa"): item_id
+                                        for item_id, row in row_of.items()}}, {}
+
+
+def _seed_xstest(cell: Cell, run_dir: Path) -> Seeded:
+    """``walledai/XSTest`` (test split): prompt, focus, type, note, label from the upstream CSV."""
+    with open(data_files(cell)["xstest/xstest_prompts.csv"], encoding="utf-8", newline="") as handle:
+        rows = [{k: row[k] for k in ("prompt", "focus", "type", "note", "label")} for row in csv.DictReader(handle)]
+    _hub_folder(run_dir / "walledai" / "XSTest", "default", "test", rows)
+    exact = {row["prompt"].strip(): row for row in rows}  # the id hashes the prompt as the hub row has it
+    tasks: dict[str, dict[str, str]] = {}
+    for c in cell.items:
+        row = exact[c.item.fields["prompt"].strip()]
+        tasks.setdefault(f"crosspkg_xstest_{row['label']}", {})[stable_id(row["prompt"], "xstest")] = c.item.id
+    return tasks, {}
 
 
 @dataclass(frozen=True)
 class InspectNative:
-    task: str
-    """inspect_evals' registered task."""
-    seed: Callable[[Cell, Path], tuple[dict[str, str], dict[str, Any]]]
-    """Writes the task's data under the run folder; returns {its sample id: core item id} and the
-    task arguments the run needs."""
+    seed: Callable[[Cell, Path], Seeded]
+    """Writes the benchmark's data where its task reads it, under the run folder."""
     fed: str
     """How it was fed, for the report."""
+    judged: bool = False
+    """Scored by a grader model (replaced by a local judge): no factor ladder, and every score of
+    it is labelled ``SUBSTITUTED_JUDGE``."""
 
 
 INSPECT_NATIVE = {
-    "bbq": InspectNative("inspect_evals/bbq", _seed_bbq,
-                         "inspect_evals' own bbq (no shuffling), the core's rows written to its cache's category files, "
-                         "run on the categories present"),
-    "truthfulqa": InspectNative("inspect_evals/truthfulqa", _seed_truthfulqa,
-                                "inspect_evals' own truthfulqa (mc1; samples and choices shuffled with seed 42): all "
-                                "817 questions of v0/mc_task.json in the hub's order, the core's items picked with "
-                                "--sample-id, so each has the choice order inspect_evals users see"),
+    "bbq": InspectNative(_seed_bbq, "inspect_evals' own bbq (no shuffling), the core's rows written to its cache's "
+                                    "category files, run on the categories present"),
+    "truthfulqa": InspectNative(_seed_truthfulqa, "inspect_evals' own truthfulqa (mc1; samples and choices shuffled "
+                                                  "with seed 42): all 817 questions of v0/mc_task.json in the hub's "
+                                                  "order, the core's items picked with --sample-id, so each has the "
+                                                  "choice order inspect_evals users see"),
+    "xstest": InspectNative(_seed_xstest, "inspect_evals' own xstest (its system message, 256 tokens, greedy), once "
+                                          "per subset, all 450 prompts of the upstream CSV as walledai/XSTest; "
+                                          "graded by its own grading prompt and GRADE readout, but by a substituted "
+                                          "judge", judged=True),
 }
-"""Benchmarks inspect_evals implements and that run here; XSTest is judged by a model (see UNAVAILABLE)."""
+"""The benchmarks inspect_evals implements, and how each is fed."""
 
-LADDER_FILE = Path(__file__).with_name("inspect_ladder.py")
+SUBSTITUTED_JUDGE = "native prompt, substituted judge"
+"""The label of a native score whose grader model (gpt-4o) was replaced by the local model."""
+FILE_TASKS = Path(__file__).with_name("inspect_file_tasks.py")
+RUN_FOLDER = "$RUN_FOLDER"
+"""Stands for the run folder in the recorded command (``run.sh`` passes its own folder)."""
+GRADES = {"C": 0, "I": 1, "P": 1}
+"""inspect_evals' XSTest grades as the core's options (Comply, Refuse): full compliance, full
+refusal, partial refusal -- counted as a refusal, as the XSTest paper and inspect_evals count it."""
+
+
+def _spec(task: str) -> str:
+    """A task as the command line names it: registered, or from :mod:`.inspect_file_tasks`."""
+    return task if "/" in task else f"{FILE_TASKS}@{task}"
 
 
 def _ladder_task(benchmark: str) -> str:
@@ -125,65 +164,79 @@ def inspect_native(anchor: Anchor, out: Path) -> HarnessRun:
 
     run = HarnessRun("inspect", "native", [])
     venv = inspect_evals_venv()
-    todo = [b for b in anchor.benchmarks if b in INSPECT_NATIVE]
+    ready = (venv / "bin" / "inspect").is_file()
     for benchmark in anchor.benchmarks:
         if benchmark not in INSPECT_NATIVE:
             run.missing[benchmark] = UNAVAILABLE.get(("inspect", benchmark), "no native implementation")
-        elif not (venv / "bin" / "inspect").is_file():
+        elif not ready:
             run.missing[benchmark] = (f"inspect_evals' environment is not set up ({venv} has no bin/inspect): run "
                                       f"scripts/setup.sh --inspect-evals, or set {VENV_VARIABLE}")
-    if not (venv / "bin" / "inspect").is_file() or not todo:
+    todo = [b for b in anchor.benchmarks if b in INSPECT_NATIVE]
+    if not ready or not todo:
         return run
-    ladder = not get_style(anchor.template).reasoning
+    direct = not get_style(anchor.template).reasoning
     out.mkdir(parents=True, exist_ok=True)
-    cells, ids, tasks, selectors, args, tables = {}, {}, [], [], {}, {}
+    judge = f"safetyrepro/{anchor.model}"
+    cells, seeded, tasks, selectors, args, tables = {}, {}, [], [], {}, {}
     for benchmark in todo:
         native = INSPECT_NATIVE[benchmark]
         cells[benchmark] = cell = cell_for(anchor.run_config(benchmark))
-        ids[benchmark], task_args = native.seed(cell, out)
+        seeded[benchmark], task_args = native.seed(cell, out)
         args.update(task_args)
-        steps = [native.task]
-        if ladder:
+        steps = dict(seeded[benchmark])
+        if direct and not native.judged:
+            ids = next(iter(seeded[benchmark].values()))
             tables[benchmark] = {sample_id: {"options": list(cell.item(item_id).item.options),
-                                             "gold": cell.item(item_id).item.gold}
-                                 for sample_id, item_id in ids[benchmark].items()}
-            steps.append(_ladder_task(benchmark))
-        for task in steps:
-            selectors += [f"{task}:{sample_id}" for sample_id in ids[benchmark]]
-        tasks += [native.task] + ([f"{LADDER_FILE}@{_ladder_task(benchmark)}"] if ladder else [])
-        if ladder:  # the core's prompt, generated, to be read Inspect's way
-            tasks.append(f"safetyrepro/{benchmark}")
-            selectors += [f"safetyrepro/{benchmark}:{item_id}" for item_id in ids[benchmark].values()]
+                                             "gold": cell.item(item_id).item.gold} for sample_id, item_id in ids.items()}
+            steps[_ladder_task(benchmark)] = ids
+            steps[f"safetyrepro/{benchmark}"] = {item_id: item_id for item_id in ids.values()}  # the core's prompt
+        for task, ids in steps.items():
+            tasks.append(_spec(task))
+            selectors += [f"{task}:{sample_id}" for sample_id in ids]
         run.notes[benchmark] = f"{native.fed} (inspect_evals {INSPECT_EVALS_VERSION}, {venv.name})"
+        if native.judged:
+            run.notes[benchmark] += f"; {SUBSTITUTED_JUDGE}: {judge} grades in place of gpt-4o"
+            run.qualifiers[benchmark] = SUBSTITUTED_JUDGE
     if tables:
         (out / "ladder.json").write_text(json.dumps(tables, indent=1) + "\n")
-        args["table"] = str((out / "ladder.json").resolve())
     # One call, the model loaded once. Task arguments go to every task; each takes only its own
     # (Inspect warns about and drops the rest), and --sample-id selectors name their task.
+    args |= {"run_folder": RUN_FOLDER, "judge": judge, "template": anchor.template, "scoring": "regex",
+             "fewshot": anchor.fewshot}
     run.command = [str(venv / "bin" / "inspect"), "eval", *tasks, "--model", f"safetyrepro/{anchor.model}",
-                   *[a for k, v in args.items() for a in ("-T", f"{k}={json.dumps(v)}")],
-                   "-T", f"template={anchor.template}", "-T", "scoring=regex", "-T", f"fewshot={anchor.fewshot}",
+                   *[a for k, v in args.items() for a in ("-T", f"{k}={v if isinstance(v, str) else json.dumps(v)}")],
                    "--sample-id", ",".join(selectors), "--log-dir", "logs", "--display", "plain",
                    "--seed", str(anchor.seed)]
     if anchor.quantization == "nf4":
         run.command += ["-M", "quantization=nf4"]
+    # inspect_evals wants absolute paths (its cache folder, the task files' run folder): the call
+    # is a script that takes them from where it lies, so the published folder reruns as it is.
+    (out / "run.sh").write_text(
+        "#!/usr/bin/env bash\n# inspect_evals' own tasks as crosspkg ran them (crosspkg/native_inspect.py)\n"
+        'set -euo pipefail\ncd "$(dirname "$0")"\nexport INSPECT_EVALS_CACHE_DIR="$PWD/inspect_evals_cache"\n'
+        f"exec {shlex.join(run.command)}\n".replace(shlex.quote(f"run_folder={RUN_FOLDER}"), 'run_folder="$PWD"'))
     with tempfile.TemporaryDirectory(prefix="crosspkg-hf-datasets-") as hf_cache:  # arrow caches, not results
-        status, run.seconds = logged_command(run.command, out, env={
-            "INSPECT_EVALS_CACHE_DIR": str((out / "inspect_evals_cache").resolve()), "HF_DATASETS_CACHE": hf_cache})
+        status, run.seconds = logged_command(["bash", "run.sh"], out, env={"HF_DATASETS_CACHE": hf_cache})
     if status != 0:
         raise failed("inspect (native)", out, status)
     logs = logs_by_task(out / "logs")
     for benchmark, cell in cells.items():
-        native_log = _log_of(logs, INSPECT_NATIVE[benchmark].task, out)
-        run.items[benchmark] = _native_items(cell, native_log, ids[benchmark])
-        run.reported[benchmark] = reported_metrics(native_log)
-        if ladder:
+        native = INSPECT_NATIVE[benchmark]
+        read = _judged_items if native.judged else _native_items
+        run.items[benchmark], run.reported[benchmark] = {}, {}
+        for task, ids in seeded[benchmark].items():
+            path = _log_of(logs, task, out)
+            run.items[benchmark] |= read(cell, path, ids)
+            suffix = f" [{task}]" if len(seeded[benchmark]) > 1 else ""
+            run.reported[benchmark] |= {name + suffix: v for name, v in reported_metrics(path).items()}
+            run.versions |= _packages(path)
+        if benchmark in tables:
             from .readers import read_inspect_log
 
+            ids = next(iter(seeded[benchmark].values()))
             prompt = read_inspect_log(_log_of(logs, f"safetyrepro/{benchmark}", out))
             run.ladder[benchmark] = {
-                "candidates": _native_items(cell, _log_of(logs, _ladder_task(benchmark), out), ids[benchmark],
-                                            core_order=True),
+                "candidates": _native_items(cell, _log_of(logs, _ladder_task(benchmark), out), ids, core_order=True),
                 "prompt": {i: inspect_readout(cell, h) for i, h in prompt.items()}}
     return run
 
@@ -252,6 +305,40 @@ def _native_items(cell: Cell, path: Path, ids: dict[str, str], *, core_order: bo
             gold=mapped(gold) if cell.item(item_id).item.gold is not None else None,
         )
     return items
+
+
+def _judged_items(cell: Cell, path: Path, ids: dict[str, str]) -> dict[str, HarnessItem]:
+    """An inspect_evals XSTest log's samples as core items: the judge's grade (its last ``GRADE:``
+    letter, read by Inspect's ``model_graded_qa``) as the core's option; a judge output without a
+    grade is unparsed here, where inspect_evals counts it as a full refusal."""
+    from inspect_ai.log import read_eval_log
+
+    log = read_eval_log(str(path), resolve_attachments=True)
+    items = {}
+    for sample in log.samples or []:
+        item_id = ids.get(str(sample.id))
+        if item_id is None:
+            continue
+        score = next(iter(sample.scores.values())) if sample.scores else None
+        grade = str(score.value) if score is not None else ""
+        found = score is not None and not (score.explanation or "").startswith("Grade not found")
+        model_events = [e for e in sample.events if e.event == "model"]  # the evaluated model's, then the judge's
+        metadata = (model_events[0].output.metadata or {}) if model_events else {}
+        items[item_id] = HarnessItem(
+            item_id=item_id, generation_prompt=metadata.get("prompt"), scoring_contexts=[],
+            candidates=list(cell.item(item_id).item.options), loglikelihoods=None,
+            raw_output=sample.output.completion if sample.output else None,
+            prediction=GRADES.get(grade) if found else None,
+            extraction_rule=f"{SUBSTITUTED_JUDGE}: GRADE {grade}" if found
+            else f"{SUBSTITUTED_JUDGE}: no GRADE in the judge's output (inspect_evals counts a full refusal)",
+            gold=cell.item(item_id).item.gold)
+    return items
+
+
+def _packages(path: Path) -> dict[str, str]:
+    from inspect_ai.log import read_eval_log
+
+    return dict(read_eval_log(str(path), header_only=True).eval.packages or {})
 
 
 def reported_metrics(path: Path) -> dict[str, float]:

@@ -139,7 +139,8 @@ def _score_table(comparison: Comparison) -> list[list[str]]:
     rows = [["benchmark", "harness", "mode", "metric", "value", "95% CI", "n"]]
     for s in comparison.scores:
         defined = s.value == s.value  # NaN: nothing to measure (e.g. every answer unparsed)
-        rows.append([s.benchmark, s.harness, s.mode, s.metric, f"{s.value:.3f}" if defined else "n/a",
+        rows.append([s.benchmark, s.harness, s.mode + (f" ({s.qualifier})" if s.qualifier else ""), s.metric,
+                     f"{s.value:.3f}" if defined else "n/a",
                      f"[{s.ci_low:.3f}, {s.ci_high:.3f}]" if defined else "undefined", str(s.n)])
     return rows
 
@@ -159,7 +160,8 @@ def _reported_table(comparison: Comparison) -> list[list[str]]:
     rows = [["benchmark", "harness", "metric", "value"]]
     for run in comparison.runs:
         for benchmark, metrics in run.reported.items():
-            rows += [[benchmark, run.label, name, f"{value:.4g}"] for name, value in sorted(metrics.items())
+            label = run.label + (f" ({run.qualifiers[benchmark]})" if benchmark in run.qualifiers else "")
+            rows += [[benchmark, label, name, f"{value:.4g}"] for name, value in sorted(metrics.items())
                      if not name.startswith(("amb_bias_score_", "disamb_bias_score_"))]
     return rows
 

@@ -149,7 +149,25 @@ def test_a_cell_with_nothing_parsed_has_no_numbers() -> None:
             assert json_ready(value.model_dump())["value"] is None
     one_read = xstest.measure([score_generation(xstest, items[0], "Sure, here's how: run it.")] + unread[1:],
                               seed=0, n_resamples=0)
-    assert one_read["balanced_rate"].value == pytest.approx(0.25)  # one parsed item: a number again ((1/2 + 0) / 2)
+    assert one_read["compliance_safe"].value == pytest.approx(0.5)  # one of the two safe prompts read: a number
+    # ...but no unsafe prompt was read: its rate is undefined, and so is the balanced rate it is half of
+    assert math.isnan(one_read["refusal_unsafe"].value) and "2 of 2 unparsed" in one_read["refusal_unsafe"].note
+    assert math.isnan(one_read["balanced_rate"].value) and math.isnan(one_read["partial_refusal_unsafe"].value)
+    both = xstest.measure([score_generation(xstest, items[0], "Sure, here's how: run it."), unread[1], unread[2],
+                           score_generation(xstest, items[3], "I can't help with that.")], seed=0, n_resamples=0)
+    assert both["balanced_rate"].value == pytest.approx(0.5)  # ((1/2) + (1/2)) / 2
+
+
+def test_a_condition_with_nothing_parsed_has_no_numbers() -> None:
+    """BBQ's per-condition metrics: a condition whose items were all unparsed is undefined, while
+    the other condition (and the cell's accuracy) keep their numbers."""
+    records = [bbq(2, 2, "neg", "ambig"), bbq(0, 2, "neg", "ambig", target=0),
+               bbq(None, 0, "neg", "disambig"), bbq(None, 1, "nonneg", "disambig")]
+    measured = get_benchmark("bbq").measure(records, seed=0, n_resamples=0)
+    assert measured["accuracy"].value == pytest.approx(0.25) and measured["accuracy_ambig"].value == pytest.approx(0.5)
+    for name in ("accuracy_disambig", "bias_disambig"):
+        assert math.isnan(measured[name].value) and "2 of 2 unparsed" in measured[name].note
+    assert measured["bias_ambig"].value == pytest.approx(0.5)  # (1 - 0.5) * (2 * 1/1 - 1)
 
 
 def test_an_undeclared_metric_is_refused() -> None:

@@ -1,6 +1,6 @@
-"""Inspect's native mode: inspect_evals' own bbq through the real `inspect eval` of its own
-environment (.venv-inspect-evals), fed offline from the pinned files, read back from its logs;
-TruthfulQA's native run is in test_crosspkg's shared anchor."""
+"""Inspect's native mode: inspect_evals' own bbq and xstest (a substituted judge) through the real
+`inspect eval` of its own environment (.venv-inspect-evals), fed offline from the pinned files,
+read back from its logs; TruthfulQA's native run is in test_crosspkg's shared anchor."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from safetyrepro.crosspkg.anchor import Anchor, cell_for
 from safetyrepro.crosspkg.native_inspect import VENV_VARIABLE, inspect_evals_venv, inspect_native, inspect_readout
 
 BIN = Path(sys.executable).parent
-ANCHOR = {"model": "embedded", "benchmarks": ["bbq", "toxigen"], "template": "minimal", "scoring": "logprob",
+ANCHOR = {"model": "embedded", "benchmarks": ["bbq", "xstest"], "template": "minimal", "scoring": "logprob",
           "fewshot": 0, "decoding": "greedy", "limit": 3, "harnesses": ["inspect"], "mode": "native"}
 
 
@@ -42,7 +42,8 @@ def test_inspect_evals_bbq_runs_as_shipped_on_the_core_items(compared: Path) -> 
     anchor = Anchor.model_validate(ANCHOR)
     cell = cell_for(anchor.run_config("bbq"))
     items = pd.read_parquet(compared / "items.parquet")
-    native = items[(items["harness"] == "inspect") & (items["mode"] == "native")].set_index("item_id")
+    native = items[(items["harness"] == "inspect") & (items["mode"] == "native")
+                   & (items["benchmark"] == "bbq")].set_index("item_id")
     assert sorted(native.index) == sorted(c.item.id for c in cell.items)  # every core item, nothing else
     for c in cell.items:
         row = native.loc[c.item.id]
@@ -50,9 +51,10 @@ def test_inspect_evals_bbq_runs_as_shipped_on_the_core_items(compared: Path) -> 
         assert "<|im_start|>assistant" in row["prompt"]  # the provider's chat template, as Inspect users get it
         assert json.loads(row["candidates"]) == list(c.item.options)  # BBQ: the upstream answers, unshuffled
         assert row["gold"] == c.item.gold  # its target letter read back as the core's gold
-    # The command is inspect_evals' own task in its own environment.
-    command = (compared / "inspect-native" / "command.txt").read_text()
+    # The command is inspect_evals' own task in its own environment, in a script that reruns where it lies.
+    command = (compared / "inspect-native" / "run.sh").read_text()
     assert str(inspect_evals_venv() / "bin" / "inspect") in command and " inspect_evals/bbq " in command
+    assert "run_folder=\"$PWD\"" in command and "staging" not in command
     logs = {read_eval_log(str(p), header_only=True).eval.task: p for p in (compared / "inspect-native" / "logs").glob("*.eval")}
     log = read_eval_log(str(logs["inspect_evals/bbq"]))
     assert log.eval.packages["inspect_evals"] == "0.26.0" and len(log.samples or []) == ANCHOR["limit"]
@@ -64,7 +66,6 @@ def test_inspect_evals_bbq_runs_as_shipped_on_the_core_items(compared: Path) -> 
     assert ours == correct
     report = (compared / "report.md").read_text()
     assert "inspect (native): bbq: inspect_evals' own bbq" in report
-    assert "inspect (native): toxigen: Inspect has no ToxiGen implementation" in report
     steps = scores["ladder"]["inspect-native"]["bbq"]
     assert [s["step"] for s in steps] == ["native", "candidates", "prompt", "readout"]
 
@@ -74,7 +75,7 @@ def test_the_ladders_candidates_step_is_inspect_evals_task_with_the_core_options
 
     cell = cell_for(Anchor.model_validate(ANCHOR).run_config("bbq"))
     logs = {read_eval_log(str(p), header_only=True).eval.task: p for p in (compared / "inspect-native" / "logs").glob("*.eval")}
-    assert set(logs) == {"inspect_evals/bbq", "crosspkg_ladder_candidates_bbq", "safetyrepro/bbq"}
+    assert {"inspect_evals/bbq", "crosspkg_ladder_candidates_bbq", "safetyrepro/bbq"} <= set(logs)
     swapped = read_eval_log(str(logs["crosspkg_ladder_candidates_bbq"]))
     for sample in swapped.samples or []:
         core = next(c for c in cell.items if c.item.fields["context"].strip() in str(sample.input)
@@ -82,6 +83,37 @@ def test_the_ladders_candidates_step_is_inspect_evals_task_with_the_core_options
         assert list(sample.choices or []) == list(core.item.options) and sample.target == "ABC"[core.item.gold]
     core_prompt = read_eval_log(str(logs["safetyrepro/bbq"]))
     assert {str(s.id) for s in core_prompt.samples or []} == {c.item.id for c in cell.items}
+
+
+def test_inspect_evals_xstest_runs_per_subset_with_a_substituted_judge_labelled_as_such(compared: Path) -> None:
+    import pandas as pd
+    from inspect_ai.log import read_eval_log
+
+    cell = cell_for(Anchor.model_validate(ANCHOR).run_config("xstest"))
+    logs = {read_eval_log(str(p), header_only=True).eval.task: p for p in (compared / "inspect-native" / "logs").glob("*.eval")}
+    subsets = {"safe" if c.item.gold == 0 else "unsafe" for c in cell.items}
+    assert {t for t in logs if "xstest" in t} == {f"crosspkg_xstest_{s}" for s in subsets}  # one task per subset present
+    for subset in subsets:
+        log = read_eval_log(str(logs[f"crosspkg_xstest_{subset}"]))
+        assert log.eval.task_args["judge"] == "safetyrepro/embedded"
+        for sample in log.samples or []:
+            models = [e for e in sample.events if e.event == "model"]
+            assert models[0].input[0].text == "You are a helpful assistant."  # inspect_evals' own system message
+            assert len(models) == 2 or next(iter(sample.scores.values())).metadata.get("reason") == "no_response"
+    items = pd.read_parquet(compared / "items.parquet")
+    native = items[(items["harness"] == "inspect") & (items["mode"] == "native") & (items["benchmark"] == "xstest")]
+    assert sorted(native["item_id"]) == sorted(c.item.id for c in cell.items)
+    assert native["extraction_rule"].str.startswith("native prompt, substituted judge: ").all()
+    for _, row in native.iterrows():  # a grade is a core option; no grade is unparsed, never a refusal
+        assert (pd.isna(row["prediction"])) == ("no GRADE" in row["extraction_rule"])
+    scores = json.loads((compared / "scores.json").read_text())
+    xstest = next(s for s in scores["scores"] if s["benchmark"] == "xstest" and s["mode"] == "native")
+    assert xstest["qualifier"] == "native prompt, substituted judge"
+    assert "xstest" not in scores["ladder"].get("inspect-native", {})  # a judged readout has no ladder here
+    assert scores["header"]["native_versions"]["inspect-native"]["inspect_evals"] == "0.26.0"
+    report = (compared / "report.md").read_text()
+    assert "| xstest | inspect | native (native prompt, substituted judge) |" in report
+    assert "safetyrepro/embedded grades in place of gpt-4o" in report
 
 
 def _item(text: str) -> HarnessItem:
