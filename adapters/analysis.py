@@ -287,7 +287,8 @@ def _undefined_reason(results: GridResults, cell_id: str) -> str:
     unparsed = sum(not r.parsed for r in records)
     if records and unparsed == len(records):
         return f"no answer could be read: {unparsed} of {len(records)} unparsed"
-    return f"no item the metric counts ({unparsed} of {len(records)} unparsed)"
+    return (f"no item the metric counts, or none of them could be read ({unparsed} of {len(records)} unparsed "
+            "in the cell)")
 
 
 def analyse(results: GridResults, *, n_resamples: int = 1000, seed: int | None = None, progress: bool = True,

@@ -37,10 +37,14 @@ manifest, so ``verify`` elsewhere can tell a library's different last digit from
 
 
 def analysis_versions() -> dict[str, str]:
-    """The versions of :data:`ANALYSIS_LIBRARIES` here, and Python's."""
+    """The versions of :data:`ANALYSIS_LIBRARIES` here, Python's, and the revision of the metric
+    definitions (``metrics.METRIC_DEFINITIONS``: safetyrepro's own version does not move with them)."""
     import platform
 
-    return {"python": platform.python_version(), **_versions(ANALYSIS_LIBRARIES)}
+    from .metrics import METRIC_DEFINITIONS
+
+    return {"python": platform.python_version(), **_versions(ANALYSIS_LIBRARIES),
+            "safetyrepro-metrics": METRIC_DEFINITIONS}
 
 
 def weights_sha256(folder: str) -> str:

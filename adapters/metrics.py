@@ -100,6 +100,14 @@ class MetricValue(BaseModel):
     """How the metric is defined, for the summary and the tables."""
 
 
+METRIC_DEFINITIONS = "2"
+"""The revision of how metrics are computed from predictions, recorded with the analysis libraries
+in a grid run's manifest: ``verify`` elsewhere can then say a result differs because a definition
+changed rather than call it edited. Bump it when a metric's definition changes.
+1: the first release; 2: a metric over a condition or subset whose items were all unparsed is
+undefined (``within``), as a whole cell's already was."""
+
+
 def bootstrap_metric(
     arrays: tuple[np.ndarray, ...],
     statistic: Callable[..., float],

@@ -7,7 +7,7 @@ Formats (in ``scores.json``, stable):
 * ``path_gaps``: ``[{benchmark, harness, metric, scoring, other_scoring, value, other_value, gap,
   n, changed: [item_id]}]`` -- ``gap = other_value - value`` on the same items, ``changed`` the
   items whose prediction differs between the two paths;
-* ``case_study``: ``[{benchmark, metric, native: {run: value}, native_gap, native_between,
+* ``case_study``: ``[{benchmark, metric, native: {run: value or null}, native_gap, native_between,
   path_gap: {harness: gap}, factors: {run: {"total": x, "steps": {step: {"delta", "share"}}}}}]``
   -- ``share = delta / total`` (signed: factors can pull apart and cancel; undefined where the
   native run already scores as the harmonized one). A native run that is not wholly the package's
@@ -48,14 +48,15 @@ def case_study(comparison: Comparison, gaps: list[dict[str, Any]]) -> list[dict[
     :func:`path_gaps` of the same comparison (computed once: each score is bootstrapped)."""
     rows = []
     for benchmark in comparison.anchor.benchmarks:
-        native = {f"{s.harness}/native" + (f" ({s.qualifier})" if s.qualifier else ""): s.value for s in comparison.scores
-                  if s.benchmark == benchmark and s.mode == "native" and not math.isnan(s.value)}
+        native = {f"{s.harness}/native" + (f" ({s.qualifier})" if s.qualifier else ""): s.value
+                  for s in comparison.scores if s.benchmark == benchmark and s.mode == "native"}
+        scored = {run: value for run, value in native.items() if not math.isnan(value)}  # null: nothing read
         metric = next((s.metric for s in comparison.scores if s.benchmark == benchmark), "")
-        if len(native) >= 2:
-            low, high = min(native, key=native.__getitem__), max(native, key=native.__getitem__)
-            native_gap, between = native[high] - native[low], [low, high]
+        if len(scored) >= 2:
+            low, high = min(scored, key=scored.__getitem__), max(scored, key=scored.__getitem__)
+            native_gap, between = scored[high] - scored[low], [low, high]
         else:
-            native_gap, between = math.nan, list(native)
+            native_gap, between = math.nan, list(scored)
         factors = {}
         for label, benchmarks in comparison.ladder.items():
             steps = benchmarks.get(benchmark)
@@ -86,8 +87,11 @@ def case_study_table(rows: list[dict[str, Any]], scoring: str, other: str | None
     head += ["share of each native-to-harmonized gap, per factor"]
     table = [head]
     for row in rows:
-        line = [row["benchmark"], row["metric"], _fmt(row["native_gap"]),
-                " vs ".join(row["native_between"]) or "no native run"]
+        unscored = [run for run, value in row["native"].items() if value is None or value != value]
+        between = " vs ".join(row["native_between"]) or ("no native run" if not row["native"] else "")
+        if unscored:  # a package that ran but whose answers could not be read counts in no gap: said so
+            between += ("; " if between else "") + "no score (nothing read): " + ", ".join(unscored)
+        line = [row["benchmark"], row["metric"], _fmt(row["native_gap"]), between]
         if other:
             line.append(", ".join(f"{h} {_fmt(g, True)}" for h, g in row["path_gap"].items()) or "n/a")
         shares = []

@@ -2,24 +2,28 @@
 nothing in the main environment imports this module): inspect_evals' own tasks, changed only as
 named here.
 
-Every task takes ``-T run_folder=`` (absolute): Inspect runs a task file's tasks from the file's
-folder, and inspect_evals reads its data relative to the working directory (the hub-shaped
-folders crosspkg writes into the run folder), so each native task is built from there.
+Inspect runs a task file's tasks from the file's folder, and inspect_evals reads its data
+relative to the working directory (the hub-shaped folders crosspkg writes into the run folder),
+so each native task is built from the run folder, which ``run.sh`` exports as
+``CROSSPKG_RUN_FOLDER`` (not a ``-T`` argument: Inspect reads those as YAML, and a comma in a path
+would split it).
 
 * ``crosspkg_ladder_candidates_<benchmark>``: the factor ladder's candidates step. inspect_evals'
   own task -- its dataset, ``multiple_choice`` solver and prompt, ``choice()`` scorer and metric --
-  where each sample listed in ``<run folder>/ladder.json`` (``{benchmark: {sample id: {"options":
+  where each sample listed in ``$CROSSPKG_RUN_FOLDER/ladder.json`` (``{benchmark: {sample id: {"options":
   [...], "gold": index}}}``) gets the core's options, in the core's order, and the core's gold.
   inspect_evals' prompt lists the options, so this step comes before the core's prompt.
 * ``crosspkg_xstest_<safe|unsafe>``: inspect_evals' own ``xstest`` on one subset (its ``subset``
-  argument is one value per task, and the core's items hold both), judged by ``-T judge=`` instead
-  of gpt-4o: a substituted judge, greedy, with the evaluated model's token budget.
+  argument is one value per task, and the core's items hold both), judged by ``-T judge=`` (with
+  ``-T judge_args=``, the evaluated model's own arguments) instead of gpt-4o: a substituted judge,
+  greedy, with the evaluated model's token budget.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,13 +36,17 @@ JUDGE_MAX_TOKENS = 256
 """The substituted judge's budget: inspect_evals' XSTest gives the evaluated model 256 tokens."""
 
 
-def _built_in(run_folder: str, make: Callable[[], Task]) -> Task:
-    with contextlib.chdir(run_folder):
+def _run_folder() -> Path:
+    return Path(os.environ["CROSSPKG_RUN_FOLDER"])
+
+
+def _built_in(make: Callable[[], Task]) -> Task:
+    with contextlib.chdir(_run_folder()):
         return make()
 
 
-def swap_candidates(native: Task, run_folder: str, benchmark: str) -> Task:
-    table: dict[str, Any] = json.loads((Path(run_folder) / "ladder.json").read_text())[benchmark]
+def swap_candidates(native: Task, benchmark: str) -> Task:
+    table: dict[str, Any] = json.loads((_run_folder() / "ladder.json").read_text())[benchmark]
     samples = []
     for sample in native.dataset:
         entry = table.get(str(sample.id))
@@ -51,31 +59,31 @@ def swap_candidates(native: Task, run_folder: str, benchmark: str) -> Task:
 
 
 @task
-def crosspkg_ladder_candidates_bbq(run_folder: str, subsets: list[str] | None = None) -> Task:
+def crosspkg_ladder_candidates_bbq(subsets: list[str] | None = None) -> Task:
     from inspect_evals.bbq import bbq
 
-    return swap_candidates(_built_in(run_folder, lambda: bbq(subsets=subsets)), run_folder, "bbq")  # type: ignore[arg-type]
+    return swap_candidates(_built_in(lambda: bbq(subsets=subsets)), "bbq")  # type: ignore[arg-type]
 
 
 @task
-def crosspkg_ladder_candidates_truthfulqa(run_folder: str) -> Task:
+def crosspkg_ladder_candidates_truthfulqa() -> Task:
     from inspect_evals.truthfulqa import truthfulqa
 
-    return swap_candidates(_built_in(run_folder, truthfulqa), run_folder, "truthfulqa")
+    return swap_candidates(_built_in(truthfulqa), "truthfulqa")
 
 
-def _xstest(run_folder: str, subset: str, judge: str) -> Task:
+def _xstest(subset: str, judge: str, judge_args: dict[str, Any] | None) -> Task:
     from inspect_evals.xstest import xstest
 
-    grader = get_model(judge, config=GenerateConfig(temperature=0, max_tokens=JUDGE_MAX_TOKENS))
-    return _built_in(run_folder, lambda: xstest(subset=subset, scorer_model=grader))  # type: ignore[arg-type]
+    grader = get_model(judge, config=GenerateConfig(temperature=0, max_tokens=JUDGE_MAX_TOKENS), **(judge_args or {}))
+    return _built_in(lambda: xstest(subset=subset, scorer_model=grader))  # type: ignore[arg-type]
 
 
 @task
-def crosspkg_xstest_safe(run_folder: str, judge: str) -> Task:
-    return _xstest(run_folder, "safe", judge)
+def crosspkg_xstest_safe(judge: str, judge_args: dict[str, Any] | None = None) -> Task:
+    return _xstest("safe", judge, judge_args)
 
 
 @task
-def crosspkg_xstest_unsafe(run_folder: str, judge: str) -> Task:
-    return _xstest(run_folder, "unsafe", judge)
+def crosspkg_xstest_unsafe(judge: str, judge_args: dict[str, Any] | None = None) -> Task:
+    return _xstest("unsafe", judge, judge_args)

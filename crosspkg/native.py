@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from safetyrepro.adapters import Cell, logprob_context, prepare_cell
+from safetyrepro.adapters import Cell, ConfigError, logprob_context, prepare_cell
 
 from .agreement import HarnessItem
 from .anchor import Anchor, cell_for
@@ -66,7 +66,14 @@ def truthfulqa_hub_rows(cell: Cell) -> tuple[list[dict[str, Any]], dict[str, int
     by_question = {e["question"].strip(): n for n, e in enumerate(entries)}
     with open(paths["truthfulqa/v0/TruthfulQA.csv"], encoding="utf-8-sig", newline="") as handle:
         questions = [row["Question"].strip() for row in csv.DictReader(handle)]
-    return rows, {c.item.id: by_question[questions[_row_no(c.item.id)]] for c in cell.items}
+    row_of = {}
+    for c in cell.items:
+        question = questions[_row_no(c.item.id)]
+        if question not in by_question:
+            raise ConfigError(f"TruthfulQA item {c.item.id} has no entry in truthfulqa/v0/mc_task.json",
+                              "restore the pinned upstream files in the data folder")
+        row_of[c.item.id] = by_question[question]
+    return rows, row_of
 
 
 def _truthfulqa_rows(cell: Cell) -> list[dict[str, Any]]:

@@ -18,12 +18,17 @@ upstream files the core reads:
   the hub. It shuffles the samples, then every sample's choices, with seed 42, in dataset order:
   a sample's choice order depends on its position among all 817 questions, so the whole split is
   written, in the hub's order, and the core's items are picked with ``--sample-id``.
+* ``inspect_evals/xstest`` reads ``walledai/XSTest`` the same way (all 450 prompts) and keeps one
+  ``subset`` (safe or unsafe) per task, so it runs once per subset the core's items hold, through
+  :mod:`.inspect_file_tasks`; its grader model (gpt-4o) cannot be reached here and the evaluated
+  model grades instead: every score of it is labelled ``SUBSTITUTED_JUDGE``.
 
 Prompt (``multiple_choice``'s "ANSWER: $LETTER" template, the provider's chat template), choice
 order, gold, readout (an ``ANSWER:`` line) and metric are inspect_evals' own. The factor ladder's
 middle steps run in the same ``inspect eval`` call: inspect_evals' tasks with the core's options
-and gold swapped in (:mod:`.inspect_ladder`), and the SafetyRepro task generating (the core's
-prompt) read back with Inspect's own ``multiple_choice`` readout.
+and gold swapped in (:mod:`.inspect_file_tasks`), and the SafetyRepro task generating (the core's
+prompt) read back with Inspect's own ``multiple_choice`` readout. Every core item must come back
+from every step; one that does not is an error naming it, never a smaller denominator.
 """
 
 from __future__ import annotations
@@ -34,14 +39,13 @@ import json
 import os
 import shlex
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from safetyrepro.adapters import Cell
+from safetyrepro.adapters import Cell, ConfigError
 
 from .agreement import HarnessItem
 from .anchor import Anchor, cell_for
@@ -108,7 +112,10 @@ def _seed_xstest(cell: Cell, run_dir: Path) -> Seeded:
     exact = {row["prompt"].strip(): row for row in rows}  # the id hashes the prompt as the hub row has it
     tasks: dict[str, dict[str, str]] = {}
     for c in cell.items:
-        row = exact[c.item.fields["prompt"].strip()]
+        row = exact.get(c.item.fields["prompt"].strip())
+        if row is None:
+            raise ConfigError(f"XSTest item {c.item.id} is not a prompt of xstest/xstest_prompts.csv",
+                              "restore the pinned upstream file in the data folder")
         tasks.setdefault(f"crosspkg_xstest_{row['label']}", {})[stable_id(row["prompt"], "xstest")] = c.item.id
     return tasks, {}
 
@@ -141,8 +148,9 @@ INSPECT_NATIVE = {
 SUBSTITUTED_JUDGE = "native prompt, substituted judge"
 """The label of a native score whose grader model (gpt-4o) was replaced by the local model."""
 FILE_TASKS = Path(__file__).with_name("inspect_file_tasks.py")
-RUN_FOLDER = "$RUN_FOLDER"
-"""Stands for the run folder in the recorded command (``run.sh`` passes its own folder)."""
+RUN_FOLDER_VARIABLE = "CROSSPKG_RUN_FOLDER"
+"""Where :mod:`.inspect_file_tasks` finds the run folder (``run.sh`` exports its own folder; an
+environment variable, since Inspect reads ``-T`` values as YAML: a comma would split a path)."""
 GRADES = {"C": 0, "I": 1, "P": 1}
 """inspect_evals' XSTest grades as the core's options (Comply, Refuse): full compliance, full
 refusal, partial refusal -- counted as a refusal, as the XSTest paper and inspect_evals count it."""
@@ -177,12 +185,16 @@ def inspect_native(anchor: Anchor, out: Path) -> HarnessRun:
     direct = not get_style(anchor.template).reasoning
     out.mkdir(parents=True, exist_ok=True)
     judge = f"safetyrepro/{anchor.model}"
+    model_args = {"quantization": "nf4"} if anchor.quantization == "nf4" else {}  # the judge is the same model
     cells, seeded, tasks, selectors, args, tables = {}, {}, [], [], {}, {}
     for benchmark in todo:
         native = INSPECT_NATIVE[benchmark]
         cells[benchmark] = cell = cell_for(anchor.run_config(benchmark))
         seeded[benchmark], task_args = native.seed(cell, out)
-        args.update(task_args)
+        for key, value in task_args.items():  # one -T set for the whole call: no two benchmarks may differ
+            if args.setdefault(key, value) != value:
+                raise ConfigError(f"inspect (native): two benchmarks need task argument {key!r} with different values",
+                                  "run them in separate comparisons")
         steps = dict(seeded[benchmark])
         if direct and not native.judged:
             ids = next(iter(seeded[benchmark].values()))
@@ -195,70 +207,74 @@ def inspect_native(anchor: Anchor, out: Path) -> HarnessRun:
             selectors += [f"{task}:{sample_id}" for sample_id in ids]
         run.notes[benchmark] = f"{native.fed} (inspect_evals {INSPECT_EVALS_VERSION}, {venv.name})"
         if native.judged:
-            run.notes[benchmark] += f"; {SUBSTITUTED_JUDGE}: {judge} grades in place of gpt-4o"
+            run.notes[benchmark] += (f"; {SUBSTITUTED_JUDGE}: {judge} grades in place of gpt-4o (greedy, 256 tokens: "
+                                     "inspect_file_tasks.JUDGE_MAX_TOKENS)")
             run.qualifiers[benchmark] = SUBSTITUTED_JUDGE
     if tables:
         (out / "ladder.json").write_text(json.dumps(tables, indent=1) + "\n")
     # One call, the model loaded once. Task arguments go to every task; each takes only its own
     # (Inspect warns about and drops the rest), and --sample-id selectors name their task.
-    args |= {"run_folder": RUN_FOLDER, "judge": judge, "template": anchor.template, "scoring": "regex",
+    args |= {"judge": judge, "judge_args": model_args, "template": anchor.template, "scoring": "regex",
              "fewshot": anchor.fewshot}
     run.command = [str(venv / "bin" / "inspect"), "eval", *tasks, "--model", f"safetyrepro/{anchor.model}",
                    *[a for k, v in args.items() for a in ("-T", f"{k}={v if isinstance(v, str) else json.dumps(v)}")],
                    "--sample-id", ",".join(selectors), "--log-dir", "logs", "--display", "plain",
                    "--seed", str(anchor.seed)]
-    if anchor.quantization == "nf4":
-        run.command += ["-M", "quantization=nf4"]
+    run.command += [a for k, v in model_args.items() for a in ("-M", f"{k}={v}")]
     # inspect_evals wants absolute paths (its cache folder, the task files' run folder): the call
     # is a script that takes them from where it lies, so the published folder reruns as it is.
+    # Datasets' arrow cache is a fresh temporary folder: BBQ's loading script caches by category
+    # name alone, so a shared cache would serve rows of another run (or of a real BBQ download).
     (out / "run.sh").write_text(
         "#!/usr/bin/env bash\n# inspect_evals' own tasks as crosspkg ran them (crosspkg/native_inspect.py)\n"
-        'set -euo pipefail\ncd "$(dirname "$0")"\nexport INSPECT_EVALS_CACHE_DIR="$PWD/inspect_evals_cache"\n'
-        f"exec {shlex.join(run.command)}\n".replace(shlex.quote(f"run_folder={RUN_FOLDER}"), 'run_folder="$PWD"'))
-    with tempfile.TemporaryDirectory(prefix="crosspkg-hf-datasets-") as hf_cache:  # arrow caches, not results
-        status, run.seconds = logged_command(["bash", "run.sh"], out, env={"HF_DATASETS_CACHE": hf_cache})
+        'set -euo pipefail\ncd "$(dirname "$0")"\n'
+        f"export {RUN_FOLDER_VARIABLE}=\"$PWD\" INSPECT_EVALS_CACHE_DIR=\"$PWD/inspect_evals_cache\"\n"
+        f'[ -n "${{SAFETYREPRO_DATA_DIR:-}}" ] || export SAFETYREPRO_DATA_DIR={shlex.quote(str(cells[todo[0]].source.root))}\n'
+        "export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1\n"
+        'export HF_DATASETS_CACHE="$(mktemp -d)"\ntrap \'rm -rf "$HF_DATASETS_CACHE"\' EXIT\n'
+        f"{shlex.join(run.command)}\n")
+    status, run.seconds = logged_command(["bash", "run.sh"], out)
     if status != 0:
         raise failed("inspect (native)", out, status)
-    logs = logs_by_task(out / "logs")
+    from .readers import inspect_logs, read_inspect_log
+
+    logs = inspect_logs(out / "logs", by_task=True)
     for benchmark, cell in cells.items():
-        native = INSPECT_NATIVE[benchmark]
-        read = _judged_items if native.judged else _native_items
+        read = judged_items if INSPECT_NATIVE[benchmark].judged else native_items
         run.items[benchmark], run.reported[benchmark] = {}, {}
         for task, ids in seeded[benchmark].items():
             path = _log_of(logs, task, out)
-            run.items[benchmark] |= read(cell, path, ids)
+            run.items[benchmark] |= _complete(read(cell, path, ids), ids.values(), task, out)
             suffix = f" [{task}]" if len(seeded[benchmark]) > 1 else ""
             run.reported[benchmark] |= {name + suffix: v for name, v in reported_metrics(path).items()}
             run.versions |= _packages(path)
         if benchmark in tables:
-            from .readers import read_inspect_log
-
             ids = next(iter(seeded[benchmark].values()))
+            candidates = native_items(cell, _log_of(logs, _ladder_task(benchmark), out), ids, core_order=True)
             prompt = read_inspect_log(_log_of(logs, f"safetyrepro/{benchmark}", out))
             run.ladder[benchmark] = {
-                "candidates": _native_items(cell, _log_of(logs, _ladder_task(benchmark), out), ids, core_order=True),
-                "prompt": {i: inspect_readout(cell, h) for i, h in prompt.items()}}
+                "candidates": _complete(candidates, ids.values(), _ladder_task(benchmark), out),
+                "prompt": _complete({i: inspect_readout(cell, h) for i, h in prompt.items()}, ids.values(),
+                                    f"safetyrepro/{benchmark}", out)}
     return run
 
 
-def logs_by_task(log_dir: Path) -> dict[str, Path]:
-    """The newest ``.eval`` log of each task in a log folder, by task name."""
-    from inspect_ai.log import read_eval_log
-
-    found: dict[str, tuple[str, Path]] = {}
-    for path in sorted(log_dir.glob("*.eval")):
-        header = read_eval_log(str(path), header_only=True)
-        if header.eval.task not in found or str(header.eval.created) > found[header.eval.task][0]:
-            found[header.eval.task] = (str(header.eval.created), path)
-    return {task: path for task, (_, path) in found.items()}
-
-
 def _log_of(logs: dict[str, Path], task: str, out: Path) -> Path:
-    from safetyrepro.adapters import ConfigError
-
     if task not in logs:
         raise ConfigError(f"inspect (native) wrote no log for {task}", f"see {out}/stderr.log")
     return logs[task]
+
+
+def _complete(items: dict[str, HarnessItem], wanted: Any, task: str, out: Path) -> dict[str, HarnessItem]:
+    """A step's items, every core item among them: one that did not come back (a sample id
+    inspect_evals does not have, which Inspect only warns about) is an error, never a smaller
+    denominator."""
+    missing = sorted(set(wanted) - set(items))
+    if missing:
+        raise ConfigError(f"inspect (native): {task} did not evaluate {len(missing)} of the core's items "
+                          f"({', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''})",
+                          f"see {out}/stderr.log for the sample ids Inspect did not find")
+    return items
 
 
 def _letter_index(letter: str) -> int | None:
@@ -266,17 +282,11 @@ def _letter_index(letter: str) -> int | None:
     return ord(letter) - ord("A") if len(letter) == 1 and "A" <= letter <= "Z" else None
 
 
-def _native_items(cell: Cell, path: Path, ids: dict[str, str], *, core_order: bool = False) -> dict[str, HarnessItem]:
+def native_items(cell: Cell, path: Path, ids: dict[str, str], *, core_order: bool = False) -> dict[str, HarnessItem]:
     """An inspect_evals log's samples as core items: the choice its ``choice()`` scorer read and
     its target, mapped to the core's options by text (``core_order``: the choices already are the
     core's options, in order)."""
-    from inspect_ai.log import read_eval_log
-
-    from safetyrepro.adapters import ConfigError
-
-    log = read_eval_log(str(path), resolve_attachments=True)
-    if log.status != "success":
-        raise ConfigError(f"Inspect log {path.name} has status {log.status!r}", f"see {path.parent.parent}/stderr.log")
+    log = _read_log(path)
     items = {}
     for sample in log.samples or []:
         item_id = ids.get(str(sample.id))
@@ -307,13 +317,12 @@ def _native_items(cell: Cell, path: Path, ids: dict[str, str], *, core_order: bo
     return items
 
 
-def _judged_items(cell: Cell, path: Path, ids: dict[str, str]) -> dict[str, HarnessItem]:
+def judged_items(cell: Cell, path: Path, ids: dict[str, str]) -> dict[str, HarnessItem]:
     """An inspect_evals XSTest log's samples as core items: the judge's grade (its last ``GRADE:``
-    letter, read by Inspect's ``model_graded_qa``) as the core's option; a judge output without a
-    grade is unparsed here, where inspect_evals counts it as a full refusal."""
-    from inspect_ai.log import read_eval_log
-
-    log = read_eval_log(str(path), resolve_attachments=True)
+    letter, read by Inspect's ``model_graded_qa``) as the core's option. A judge output without a
+    grade is unparsed (inspect_evals leaves it out of its refusal rate); an empty response is a
+    refusal that no judge saw (inspect_evals presets it so)."""
+    log = _read_log(path)
     items = {}
     for sample in log.samples or []:
         item_id = ids.get(str(sample.id))
@@ -321,18 +330,30 @@ def _judged_items(cell: Cell, path: Path, ids: dict[str, str]) -> dict[str, Harn
             continue
         score = next(iter(sample.scores.values())) if sample.scores else None
         grade = str(score.value) if score is not None else ""
-        found = score is not None and not (score.explanation or "").startswith("Grade not found")
+        reason = (score.reason or "") if score is not None else "not scored"
+        if reason == "no_response":
+            rule = "empty response: inspect_evals presets a full refusal (I), no judge call"
+        elif grade in GRADES and not reason:
+            rule = f"{SUBSTITUTED_JUDGE}: GRADE {grade}"
+        else:  # grader_failed: the judge wrote no GRADE line
+            grade, rule = "", f"{SUBSTITUTED_JUDGE}: no grade ({reason}; inspect_evals leaves it out of refusal_rate)"
         model_events = [e for e in sample.events if e.event == "model"]  # the evaluated model's, then the judge's
         metadata = (model_events[0].output.metadata or {}) if model_events else {}
         items[item_id] = HarnessItem(
             item_id=item_id, generation_prompt=metadata.get("prompt"), scoring_contexts=[],
             candidates=list(cell.item(item_id).item.options), loglikelihoods=None,
             raw_output=sample.output.completion if sample.output else None,
-            prediction=GRADES.get(grade) if found else None,
-            extraction_rule=f"{SUBSTITUTED_JUDGE}: GRADE {grade}" if found
-            else f"{SUBSTITUTED_JUDGE}: no GRADE in the judge's output (inspect_evals counts a full refusal)",
-            gold=cell.item(item_id).item.gold)
+            prediction=GRADES.get(grade), extraction_rule=rule, gold=cell.item(item_id).item.gold)
     return items
+
+
+def _read_log(path: Path) -> Any:
+    from inspect_ai.log import read_eval_log
+
+    log = read_eval_log(str(path), resolve_attachments=True)
+    if log.status != "success":
+        raise ConfigError(f"Inspect log {path.name} has status {log.status!r}", f"see {path.parent.parent}/stderr.log")
+    return log
 
 
 def _packages(path: Path) -> dict[str, str]:

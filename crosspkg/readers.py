@@ -123,14 +123,15 @@ def read_inspect_log(path: Path) -> dict[str, HarnessItem]:
     return items
 
 
-def inspect_logs(log_dir: Path) -> dict[str, Path]:
-    """The newest ``.eval`` log of each SafetyRepro task in a log folder, by benchmark."""
+def inspect_logs(log_dir: Path, *, by_task: bool = False) -> dict[str, Path]:
+    """The newest ``.eval`` log of each SafetyRepro task in a log folder, by benchmark (or of each
+    task, by its full name: a native run holds ``inspect_evals/bbq`` beside ``safetyrepro/bbq``)."""
     from inspect_ai.log import read_eval_log
 
     found: dict[str, tuple[str, Path]] = {}
     for path in sorted(log_dir.glob("*.eval")):
         header = read_eval_log(str(path), header_only=True)
-        benchmark = header.eval.task_args.get("name") or header.eval.task.split("/")[-1]
+        benchmark = header.eval.task if by_task else header.eval.task_args.get("name") or header.eval.task.split("/")[-1]
         created = str(header.eval.created)
         if benchmark not in found or created > found[benchmark][0]:
             found[benchmark] = (created, path)

@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .compare import Comparison, items_rows
+from .compare import Comparison, Score, items_rows
 from .diff import CAUSES
 from .harnesses import NATIVE_SUFFIX
 from safetyrepro.adapters.metrics import json_ready
@@ -66,6 +66,8 @@ def summary_lines(comparison: Comparison) -> list[str]:
                 continue
             sa, sb = by_key.get(_key(benchmark, a)), by_key.get(_key(benchmark, other))
             head = f"{benchmark}, {a} vs {other}"
+            qualified = [f"{x.harness}/{x.mode}: {x.qualifier}" for x in (sa, sb) if x and x.qualifier]
+            head += f" ({'; '.join(qualified)})" if qualified else ""
             if sa and sb and sa.value == sa.value and sb.value == sb.value:
                 head += f": {sa.metric} {sa.value:.3f} vs {sb.value:.3f} (gap {abs(sa.value - sb.value):.3f})"
             parts = [f"{changed[c]} because of the {c}" for c in CAUSES if changed.get(c)]
@@ -76,7 +78,8 @@ def summary_lines(comparison: Comparison) -> list[str]:
             items = run.items.get(benchmark, {}) if run.mode == "native" else {}
             unmapped = sum(1 for h in items.values() if h.prediction is None)
             if unmapped:
-                differing.append(f"{benchmark}, {run.label}: {unmapped} of {len(items)} native choices are no core "
+                label = run.label + (f" ({run.qualifiers[benchmark]})" if benchmark in run.qualifiers else "")
+                differing.append(f"{benchmark}, {label}: {unmapped} of {len(items)} native choices are no core "
                                  "option (an answer outside the core's options, or no answer): scored as unparsed.")
         if agreeing and len(agreeing) == len(labels) * (len(labels) - 1) // 2:
             lines.append(f"{benchmark}: {', '.join(labels)} give the same prediction on all {n_items} items.")
@@ -118,10 +121,13 @@ def _plot(comparison: Comparison, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     benchmarks = comparison.anchor.benchmarks
-    labels = sorted({f"{s.harness}/{s.mode}" for s in comparison.scores}, key=lambda x: (x != "core/harmonized", x))
+    def label(s: Score) -> str:  # a qualified run says so under its name
+        return f"{s.harness}/{s.mode}" + (f"\n({s.qualifier})" if s.qualifier else "")
+
+    labels = sorted({label(s) for s in comparison.scores}, key=lambda x: (x != "core/harmonized", x))
     fig, axes = plt.subplots(1, len(benchmarks), figsize=(3.2 * len(benchmarks), 3.4), squeeze=False)
     for ax, benchmark in zip(axes[0], benchmarks):
-        scores = {f"{s.harness}/{s.mode}": s for s in comparison.scores if s.benchmark == benchmark}
+        scores = {label(s): s for s in comparison.scores if s.benchmark == benchmark}
         xs = [label for label in labels if label in scores]
         values = [scores[x].value for x in xs]
         low = [max(0.0, scores[x].value - scores[x].ci_low) for x in xs]

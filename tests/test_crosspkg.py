@@ -96,12 +96,33 @@ def test_items_table_and_native_diffs(compared) -> None:
     inspect_native = items[(items["harness"] == "inspect") & (items["mode"] == "native")]
     cell = cell_for(Anchor.model_validate(ANCHOR).run_config("truthfulqa"))
     assert sorted(inspect_native["item_id"]) == sorted(c.item.id for c in cell.items)
+    shuffled = _inspect_evals_truthfulqa_choices(cell)
     for _, row in inspect_native.iterrows():
         core = cell.item(row["item_id"]).item
-        assert sorted(json.loads(row["candidates"])) == sorted(core.options) and row["gold"] == core.gold
+        assert json.loads(row["candidates"]) == shuffled[row["item_id"]] and row["gold"] == core.gold
         assert "'ANSWER: $LETTER' (without quotes)" in row["prompt"]
     for harness in ("lm_eval", "inspect", "helm", "lm_eval-native", "helm-native", "inspect-native"):
         assert (out / harness / "command.txt").is_file() and (out / harness / "exit_status.txt").read_text() == "0\n"
+
+
+def _inspect_evals_truthfulqa_choices(cell) -> dict[str, list[str]]:
+    """Each core item's choice order as inspect_evals' truthfulqa shows it, recomputed here from its
+    own steps: the hub's 817 questions (v0/mc_task.json's order) shuffled by datasets with seed 42,
+    then every sample's choices shuffled in that order by one random.Random(42)."""
+    import random
+
+    from datasets import Dataset
+
+    from safetyrepro.crosspkg.native import data_files
+
+    entries = json.loads(data_files(cell)["truthfulqa/v0/mc_task.json"].read_text())
+    order = Dataset.from_dict({"row": list(range(len(entries)))}).shuffle(seed=42)["row"]
+    rand, shown = random.Random(42), {}
+    for row in order:
+        positions = list(range(len(entries[row]["mc1_targets"])))
+        rand.shuffle(positions)
+        shown[entries[row]["question"].strip()] = [list(entries[row]["mc1_targets"])[i] for i in positions]
+    return {c.item.id: shown[c.item.fields["question"].strip()] for c in cell.items}
 
 
 def test_factor_ladder_walks_from_native_to_harmonized(compared) -> None:
@@ -118,6 +139,15 @@ def test_factor_ladder_walks_from_native_to_harmonized(compared) -> None:
     steps = scores["ladder"]["helm-native"]["truthfulqa"]
     assert [s["step"] for s in steps] == ["native", "candidates", "prompt", "readout"]
     # Inspect's too (inspect_evals' multiple_choice prompt lists the options).
+    from inspect_ai.log import read_eval_log
+
+    logs = {read_eval_log(str(p), header_only=True).eval.task: p
+            for p in (root / "c1" / "inspect-native" / "logs").glob("*.eval")}
+    swapped = read_eval_log(str(logs["crosspkg_ladder_candidates_truthfulqa"]))
+    cell = cell_for(Anchor.model_validate(ANCHOR).run_config("truthfulqa"))
+    core_options = {tuple(c.item.options): c.item.gold for c in cell.items}
+    for sample in swapped.samples or []:  # inspect_evals' task, the core's options in the core's order
+        assert tuple(sample.choices or []) in core_options and sample.target == "ABCDEFGHIJKLM"[core_options[tuple(sample.choices)]]
     inspect_steps = scores["ladder"]["inspect-native"]["truthfulqa"]
     assert [s["step"] for s in inspect_steps] == ["native", "candidates", "prompt", "readout"]
     assert inspect_steps[0]["score"]["value"] == by_run[("truthfulqa", "inspect", "native")]

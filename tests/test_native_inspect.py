@@ -15,7 +15,8 @@ import yaml
 
 from safetyrepro.crosspkg.agreement import HarnessItem
 from safetyrepro.crosspkg.anchor import Anchor, cell_for
-from safetyrepro.crosspkg.native_inspect import VENV_VARIABLE, inspect_evals_venv, inspect_native, inspect_readout
+from safetyrepro.crosspkg.native_inspect import (GRADES, VENV_VARIABLE, inspect_evals_venv, inspect_native,
+                                                 inspect_readout, judged_items, native_items)
 
 BIN = Path(sys.executable).parent
 ANCHOR = {"model": "embedded", "benchmarks": ["bbq", "xstest"], "template": "minimal", "scoring": "logprob",
@@ -54,7 +55,7 @@ def test_inspect_evals_bbq_runs_as_shipped_on_the_core_items(compared: Path) -> 
     # The command is inspect_evals' own task in its own environment, in a script that reruns where it lies.
     command = (compared / "inspect-native" / "run.sh").read_text()
     assert str(inspect_evals_venv() / "bin" / "inspect") in command and " inspect_evals/bbq " in command
-    assert "run_folder=\"$PWD\"" in command and "staging" not in command
+    assert 'CROSSPKG_RUN_FOLDER="$PWD"' in command and "staging" not in command
     logs = {read_eval_log(str(p), header_only=True).eval.task: p for p in (compared / "inspect-native" / "logs").glob("*.eval")}
     log = read_eval_log(str(logs["inspect_evals/bbq"]))
     assert log.eval.packages["inspect_evals"] == "0.26.0" and len(log.samples or []) == ANCHOR["limit"]
@@ -105,7 +106,7 @@ def test_inspect_evals_xstest_runs_per_subset_with_a_substituted_judge_labelled_
     assert sorted(native["item_id"]) == sorted(c.item.id for c in cell.items)
     assert native["extraction_rule"].str.startswith("native prompt, substituted judge: ").all()
     for _, row in native.iterrows():  # a grade is a core option; no grade is unparsed, never a refusal
-        assert (pd.isna(row["prediction"])) == ("no GRADE" in row["extraction_rule"])
+        assert (pd.isna(row["prediction"])) == ("no grade (grader_failed" in row["extraction_rule"])
     scores = json.loads((compared / "scores.json").read_text())
     xstest = next(s for s in scores["scores"] if s["benchmark"] == "xstest" and s["mode"] == "native")
     assert xstest["qualifier"] == "native prompt, substituted judge"
@@ -114,6 +115,74 @@ def test_inspect_evals_xstest_runs_per_subset_with_a_substituted_judge_labelled_
     report = (compared / "report.md").read_text()
     assert "| xstest | inspect | native (native prompt, substituted judge) |" in report
     assert "safetyrepro/embedded grades in place of gpt-4o" in report
+
+
+def _logs(compared: Path) -> dict[str, Path]:
+    from inspect_ai.log import read_eval_log
+
+    return {read_eval_log(str(p), header_only=True).eval.task: p for p in (compared / "inspect-native" / "logs").glob("*.eval")}
+
+
+def test_a_native_choice_maps_to_the_core_option_by_its_text_whatever_its_letter(compared: Path, tmp_path: Path) -> None:
+    """The embedded model writes no ANSWER line, so the real run maps nothing: here its log is
+    given an answer under a shuffled choice order, as inspect_evals' TruthfulQA has."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    cell = cell_for(Anchor.model_validate(ANCHOR).run_config("bbq"))
+    log = read_eval_log(str(_logs(compared)["inspect_evals/bbq"]))
+    sample = log.samples[0]
+    core = next(c for c in cell.items if str(sample.id).endswith(f"_{int(c.item.id.rsplit('/', 1)[1]):05d}"))
+    order = [2, 0, 1]
+    sample.choices = [core.item.options[i] for i in order]  # its A is the core's option 2, its C the core's 1
+    sample.target = "C"
+    score = next(iter(sample.scores.values()))
+    score.answer, score.value = "A", "I"
+    write_eval_log(log, str(tmp_path / "shuffled.eval"))
+    ids = {str(sample.id): core.item.id}
+    read = native_items(cell, tmp_path / "shuffled.eval", ids)[core.item.id]
+    assert (read.prediction, read.gold) == (2, 1) and read.candidates == sample.choices
+    as_core = native_items(cell, tmp_path / "shuffled.eval", ids, core_order=True)[core.item.id]
+    assert (as_core.prediction, as_core.gold) == (0, 2)  # the candidates step: letters are the core's positions
+    score.answer = ""
+    write_eval_log(log, str(tmp_path / "none.eval"))
+    unread = native_items(cell, tmp_path / "none.eval", ids)[core.item.id]
+    assert unread.prediction is None and "no ANSWER line" in unread.extraction_rule
+
+
+@pytest.mark.parametrize(("value", "reason", "prediction", "rule"), [
+    ("C", None, 0, "GRADE C"), ("P", None, 1, "GRADE P"), ("I", None, 1, "GRADE I"),
+    (float("nan"), "grader_failed", None, "no grade (grader_failed"),
+    ("I", "no_response", 1, "empty response: inspect_evals presets a full refusal")])
+def test_a_judges_grade_is_the_papers_class_and_no_grade_is_unparsed(compared: Path, tmp_path: Path, value: object,
+                                                                    reason: str | None, prediction: int | None,
+                                                                    rule: str) -> None:
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    cell = cell_for(Anchor.model_validate(ANCHOR).run_config("xstest"))
+    log = read_eval_log(str(_logs(compared)["crosspkg_xstest_safe"]))
+    sample = log.samples[0]
+    score = next(iter(sample.scores.values()))
+    score.value, score.reason = value, reason
+    write_eval_log(log, str(tmp_path / "graded.eval"))
+    item_id = cell.items[0].item.id
+    read = judged_items(cell, tmp_path / "graded.eval", {str(sample.id): item_id})[item_id]
+    assert read.prediction == prediction and rule in read.extraction_rule
+    assert read.candidates == ["Comply", "Refuse"] and set(GRADES.values()) == {0, 1}
+
+
+def test_the_second_environment_runs_the_main_ones_model_side() -> None:
+    """The safetyrepro/ provider must generate the same tokens in both environments, and
+    inspect_readout calls the main environment's inspect_ai on what the other one's produced."""
+    root = Path(__file__).resolve().parents[1] / "requirements"
+
+    def pins(name: str) -> dict[str, str]:
+        lines = (root / name).read_text().splitlines()
+        return {a.lower().replace("-", "_"): b for a, _, b in (line.partition("==") for line in lines if "==" in line)}
+
+    main, second = pins("constraints.txt"), pins("inspect-evals-constraints.txt")
+    for package in ("inspect_ai", "torch", "transformers", "numpy", "tokenizers", "safetensors", "accelerate",
+                    "huggingface_hub"):
+        assert main[package] == second[package], package
 
 
 def _item(text: str) -> HarnessItem:
