@@ -286,20 +286,13 @@ def native_items(cell: Cell, path: Path, ids: dict[str, str], *, core_order: boo
     """An inspect_evals log's samples as core items: the choice its ``choice()`` scorer read and
     its target, mapped to the core's options by text (``core_order``: the choices already are the
     core's options, in order)."""
-    log = _read_log(path)
     items = {}
-    for sample in log.samples or []:
-        item_id = ids.get(str(sample.id))
-        if item_id is None:
-            continue
+    for item_id, sample, score, prompt in _samples(path, ids):
         choices = list(sample.choices or [])
-        score = next(iter(sample.scores.values())) if sample.scores else None
         answer = (score.answer or "") if score is not None else ""
         chosen = _letter_index(answer) if answer else None
         targets = sample.target if isinstance(sample.target, list) else [sample.target]
         gold = _letter_index(targets[0]) if targets else None
-        model_events = [e for e in sample.events if e.event == "model"]
-        metadata = (model_events[0].output.metadata or {}) if model_events else {}
 
         def mapped(index: int | None) -> int | None:
             if index is None or index >= len(choices):
@@ -307,7 +300,7 @@ def native_items(cell: Cell, path: Path, ids: dict[str, str], *, core_order: boo
             return index if core_order else core_option(cell, item_id, choices[index])
 
         items[item_id] = HarnessItem(
-            item_id=item_id, generation_prompt=metadata.get("prompt"), scoring_contexts=[], candidates=choices,
+            item_id=item_id, generation_prompt=prompt, scoring_contexts=[], candidates=choices,
             loglikelihoods=None, raw_output=sample.output.completion if sample.output else None,
             prediction=mapped(chosen),
             extraction_rule=f"Inspect multiple_choice: ANSWER: {answer}" if answer
@@ -322,13 +315,8 @@ def judged_items(cell: Cell, path: Path, ids: dict[str, str]) -> dict[str, Harne
     letter, read by Inspect's ``model_graded_qa``) as the core's option. A judge output without a
     grade is unparsed (inspect_evals leaves it out of its refusal rate); an empty response is a
     refusal that no judge saw (inspect_evals presets it so)."""
-    log = _read_log(path)
     items = {}
-    for sample in log.samples or []:
-        item_id = ids.get(str(sample.id))
-        if item_id is None:
-            continue
-        score = next(iter(sample.scores.values())) if sample.scores else None
+    for item_id, sample, score, prompt in _samples(path, ids):
         grade = str(score.value) if score is not None else ""
         reason = (score.reason or "") if score is not None else "not scored"
         if reason == "no_response":
@@ -337,14 +325,26 @@ def judged_items(cell: Cell, path: Path, ids: dict[str, str]) -> dict[str, Harne
             rule = f"{SUBSTITUTED_JUDGE}: GRADE {grade}"
         else:  # grader_failed: the judge wrote no GRADE line
             grade, rule = "", f"{SUBSTITUTED_JUDGE}: no grade ({reason}; inspect_evals leaves it out of refusal_rate)"
-        model_events = [e for e in sample.events if e.event == "model"]  # the evaluated model's, then the judge's
-        metadata = (model_events[0].output.metadata or {}) if model_events else {}
         items[item_id] = HarnessItem(
-            item_id=item_id, generation_prompt=metadata.get("prompt"), scoring_contexts=[],
+            item_id=item_id, generation_prompt=prompt, scoring_contexts=[],
             candidates=list(cell.item(item_id).item.options), loglikelihoods=None,
             raw_output=sample.output.completion if sample.output else None,
             prediction=GRADES.get(grade), extraction_rule=rule, gold=cell.item(item_id).item.gold)
     return items
+
+
+def _samples(path: Path, ids: dict[str, str]) -> Any:
+    """A log's samples that are core items: (item id, sample, its score or None, the prompt the
+    ``safetyrepro/`` provider rendered for the evaluated model -- its first model call; a judge's
+    calls come after)."""
+    for sample in _read_log(path).samples or []:
+        item_id = ids.get(str(sample.id))
+        if item_id is None:
+            continue
+        score = next(iter(sample.scores.values())) if sample.scores else None
+        model_events = [e for e in sample.events if e.event == "model"]
+        prompt = (model_events[0].output.metadata or {}).get("prompt") if model_events else None
+        yield item_id, sample, score, prompt
 
 
 def _read_log(path: Path) -> Any:
