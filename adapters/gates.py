@@ -44,11 +44,10 @@ import pandas as pd
 from .durable import replace_file
 from .errors import ConfigError
 from .grid import CONFIG_KEYS
-from .gridlayout import GATES_FOLDER, GATES_FORMAT, GATES_MARKER, MANIFEST, REPEAT_FOLDER, REPLAY_LOG
+from .gridlayout import GATES_FOLDER, GATES_FORMAT, GATES_MARKER, MANIFEST, REPLAY_LOG
 from .gridresults import GridResults
 from .instrument import (agreement, config_name, finite_or_none, goodness_of, item_score, median, ordering,
                          primary_score, spearman, verdict)
-from .records import ItemRecord
 from .replay import replay_gate, run_replay
 
 __all__ = ["GATES_FOLDER", "REPLAY_LOG", "compute", "evaluate", "failed", "noise_floor", "read", "repeat_gate",
@@ -59,11 +58,6 @@ GATES_FILE = GATES_MARKER
 
 # ---- the repeat gate ----------------------------------------------------------------------------
 
-def _repeat_records(results: GridResults, cell_id: str) -> list[ItemRecord]:
-    path = results.folder / "cells" / cell_id / REPEAT_FOLDER / "records.jsonl"
-    return [ItemRecord.model_validate_json(line) for line in path.read_text().splitlines()]
-
-
 def repeat_gate(results: GridResults) -> tuple[dict[str, Any], pd.DataFrame]:
     """The repeat gate's verdict and numbers, and one row per repeated cell (its differences)."""
     gate = results.prepared.grid.gates.repeat  # type: ignore[union-attr]
@@ -71,7 +65,7 @@ def repeat_gate(results: GridResults) -> tuple[dict[str, Any], pd.DataFrame]:
     rows = []
     for cr in results.prepared.repeats:
         cell = cr.cell
-        first, second = results.records(cell["cell_id"]), _repeat_records(results, cell["cell_id"])
+        first, second = results.records(cell["cell_id"]), results.repeat_records(cell["cell_id"])
         a, b = primary_score(first, cell["benchmark"], seed), primary_score(second, cell["benchmark"], seed)
         rows.append({"cell_id": cell["cell_id"], "model": cell["model"], **{k: cell[k] for k in CONFIG_KEYS},
                      "item_spearman": spearman([item_score(r) for r in first], [item_score(r) for r in second]),

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from .errors import ConfigError
-from .gridlayout import CELLS_TABLE, EVENTS, PLAN
+from .gridlayout import CELLS_TABLE, EVENTS, PLAN, REPEAT_FOLDER
 from .gridplan import CellRequests, GridPlan
 from .grid import build_grid
 from .records import ItemRecord
@@ -77,6 +77,11 @@ class GridResults:
             lines = (self.folder / "cells" / self.cell(cell_id)["cell_id"] / "records.jsonl").read_text().splitlines()
             self._records[cell_id] = [ItemRecord.model_validate_json(line) for line in lines]
         return self._records[cell_id]
+
+    def repeat_records(self, cell_id: str) -> list[ItemRecord]:
+        """A repeated cell's second measurement (the repeat gate's ``cells/<id>/repeat/``)."""
+        path = self.folder / "cells" / self.cell(cell_id)["cell_id"] / REPEAT_FOLDER / "records.jsonl"
+        return [ItemRecord.model_validate_json(line) for line in path.read_text().splitlines()]
 
     def primary(self) -> pd.DataFrame:
         """One row per cell: the benchmark's primary metric as ``score`` (with its CI), every factor a column."""

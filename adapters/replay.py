@@ -31,8 +31,9 @@ from .hashing import sha256_json
 from .identity import identity, library_versions
 from .instrument import config_name, config_of, finite_or_none, goodness_of, ordering, primary_score, verdict
 from .journal import Journal
+from .records import ItemRecord
 
-__all__ = ["mark_gates_folder", "replay_gate", "replay_selection", "run_replay"]
+__all__ = ["mark_gates_folder", "replay_gate", "replay_selection", "replayed_records", "run_replay"]
 
 
 def replay_selection(results: GridResults) -> tuple[list[tuple[Any, ...]], list[tuple[int, int]]]:
@@ -153,6 +154,20 @@ def _replayed(results: GridResults) -> dict[str, dict[str, Any]] | None:
     return {e["key"]: e["body"] for e in entries}
 
 
+def replayed_records(results: GridResults, replayed: dict[str, dict[str, Any]] | None = None,
+                     ) -> dict[str, list[ItemRecord]]:
+    """Each replayed cell's item records read from the replay's responses (empty: no complete
+    replay), by cell id: what the replay gate compares with the run's records."""
+    replayed = _replayed(results) if replayed is None else replayed
+    if replayed is None:
+        return {}
+    chosen, _ = replay_selection(results)
+    responses = {k: body["response"] for k, body in results.events.items()}
+    responses.update({k: body["response"] for k, body in replayed.items()})
+    return {cr.cell["cell_id"]: cell_records(cr, responses) for cr in results.prepared.cells
+            if config_of(cr.cell) in chosen}
+
+
 def replay_gate(results: GridResults) -> dict[str, Any]:
     gate = results.prepared.grid.gates.replay  # type: ignore[union-attr]
     replayed = _replayed(results)
@@ -161,14 +176,13 @@ def replay_gate(results: GridResults) -> dict[str, Any]:
                 "note": f"run `safetyrepro gate {results.folder} --replay` (later than the run) to replay it"}
     chosen, _ = replay_selection(results)
     seed = results.prepared.grid.seed
-    responses = {k: body["response"] for k, body in results.events.items()}
-    responses.update({k: body["response"] for k, body in replayed.items()})
+    records = replayed_records(results, replayed)
     agree, same_ordering, configs = [], [], []
     for config in chosen:
         cells = [cr for cr in results.prepared.cells if config_of(cr.cell) == config]
         first_scores, again_scores = {}, {}
         for cr in cells:
-            first, again = results.records(cr.cell["cell_id"]), cell_records(cr, responses)
+            first, again = results.records(cr.cell["cell_id"]), records[cr.cell["cell_id"]]
             agree += [x.prediction == y.prediction for x, y in zip(first, again)]
             first_scores[cr.cell["model"]] = goodness_of(config[0], primary_score(first, config[0], seed))
             again_scores[cr.cell["model"]] = goodness_of(config[0], primary_score(again, config[0], seed))
