@@ -23,7 +23,8 @@ benchmark's primary metric (its declared direction, e.g. CrowS-Pairs' target 50)
 
 Result format (``stats.json``, stable, ``safetyrepro-stats/2``): ``{"format", "plan_sha256",
 "manifest_sha256", "n_resamples", "seed", "alpha", "multiplicity", "gates": {...}
-(:func:`gates_summary`), "benchmarks": {benchmark: {"metric", "direction", "target",
+(:func:`gates_summary`), "preregistration": {"preregistered", "utc", "plan_sha256", "record_sha256",
+"first_request_utc", "pilot"} (:func:`.card.preregistration`), "benchmarks": {benchmark: {"metric", "direction", "target",
 "item_outcome", "tiers": {tier: {"n_configs", "n_configs_raw", "duplicates": [{"config",
 "same_measurement_as"}], "unscored": [{"cell_id", "model", "config", "reason"}], "models", "factors", "flips": [row], "orderings": [row],
 "possible_orderings", "reachable_orderings", "distinct_orderings", "tau": {...}, "borda": [row],
@@ -49,6 +50,7 @@ from .attribution import attribution_table
 from .errors import ConfigError
 from .gridresults import GridResults
 from .benchmarks.base import score_outcomes
+from .card import preregistration
 from .inference import ALPHA, adjust, compare, resamples_for
 from .instrument import primary_score
 from .stats import FACTORS, borda, complete_configs, goodness, orderings, pairwise_flips, rank_consistency
@@ -360,7 +362,8 @@ def to_json(stats: dict[str, BenchmarkStats], results: GridResults, *, n_resampl
                             "item_outcome": b.item_outcome, "tiers": tiers, "skipped": b.skipped}
     return {"format": STATS_FORMAT, "plan_sha256": results.frozen["plan_sha256"],
             "manifest_sha256": _manifest_sha(results), "n_resamples": n_resamples, "seed": seed, "alpha": ALPHA,
-            "multiplicity": multiplicity, "gates": gates_summary(results), "benchmarks": benchmarks}
+            "multiplicity": multiplicity, "gates": gates_summary(results),
+            "preregistration": preregistration(results), "benchmarks": benchmarks}
 
 
 def gates_summary(results: GridResults) -> dict[str, Any]:

@@ -121,6 +121,18 @@ class GridCard(BaseModel):
     """Unique model requests the cell's results rest on (shared with other cells where equal)."""
     requests_utc: list[str]
     """UTC time of the first and last of those responses."""
+    preregistration: str = "not preregistered"
+    """"preregistered at T (plan H, record R), first request at T2" (``grid --prereg``; the record
+    ``verify`` checked) or "not preregistered"."""
+
+
+def preregistration(results: GridResults) -> dict[str, Any]:
+    """What the run says of its preregistration (:func:`.prereg.status`; the log's first request
+    is the time it must precede)."""
+    from .prereg import status
+
+    first = next(iter(results.events.values()), {}).get("utc")
+    return status(results.folder, first)
 
 
 def template_sha256(results: GridResults, cell_id: str) -> str:
@@ -139,6 +151,7 @@ def card(results: GridResults, cell_id: str) -> GridCard:
     """The card of one cell of a verified run."""
     from . import _registry
     from .metrics import UNPARSED_SPEC, as_number
+    from .prereg import describe
 
     cell = results.cell(cell_id)
     prepared = results.requests(cell_id).prepared
@@ -170,7 +183,8 @@ def card(results: GridResults, cell_id: str) -> GridCard:
         subset_manifest_sha256=prepared.manifest.sha256, data_files={f.path: f.sha256 for f in bench.files},
         seed=config.seed, config_sha256=cell["config_sha256"], plan_sha256=results.frozen["plan_sha256"],
         log_sha256=results.log_sha256,
-        requests=len(keys), requests_utc=[min(b["utc"] for b in bodies), max(b["utc"] for b in bodies)])
+        requests=len(keys), requests_utc=[min(b["utc"] for b in bodies), max(b["utc"] for b in bodies)],
+        preregistration=describe(preregistration(results)))
 
 
 def to_yaml(grid_card: GridCard) -> str:
@@ -200,6 +214,7 @@ def to_markdown(grid_card: GridCard) -> str:
         ("config sha256", c.config_sha256), ("plan sha256", c.plan_sha256),
         ("run anchor (log sha256)", f"{c.log_sha256} (`safetyrepro verify RUN --expect` it)"),
         ("requests", f"{c.requests}, answered {c.requests_utc[0]} .. {c.requests_utc[1]}"),
+        ("preregistration", c.preregistration),
     ]
     lines += ["", "| field | value |", "|---|---|"] + [f"| {k} | {v.replace('|', '/')} |" for k, v in rows]
     return "\n".join(lines) + "\n"

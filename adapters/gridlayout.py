@@ -2,7 +2,8 @@
 
 Layout (stable): ``plan.json``, ``events.jsonl`` (the hash-chained request log), the results --
 ``cells/<cell_id>/records.jsonl`` and ``summary.json`` (and ``repeat/`` for the repeat gate),
-``cells.parquet``, ``repeats.parquet``, ``summary.json`` -- then ``manifest.json``. Derived
+``cells.parquet``, ``repeats.parquet``, ``summary.json`` -- then ``manifest.json``; a preregistered
+run also holds its record, ``prereg.jsonl`` (``grid --prereg``, :mod:`.prereg`). Derived
 folders (``report/`` of ``safetyrepro stats``, ``gates/`` of ``safetyrepro gate``) are marked by
 a file naming their format; they are not artefacts and can always be written again.
 
@@ -27,7 +28,7 @@ from .grid import build_grid, repeated
 from .journal import FORMAT as JOURNAL_FORMAT
 
 __all__ = [
-    "CELLS", "CELLS_TABLE", "DERIVED", "EVENTS", "GATES_FOLDER", "GATES_FORMAT", "GATES_MARKER", "MANIFEST", "MANIFEST_FORMAT", "PLAN",
+    "CELLS", "CELLS_TABLE", "DERIVED", "EVENTS", "PREREG", "GATES_FOLDER", "GATES_FORMAT", "GATES_MARKER", "MANIFEST", "MANIFEST_FORMAT", "PLAN",
     "RECORDS", "REPEATS", "REPEAT_FOLDER", "REPLAY_LOG", "REPLAY_NEXT", "REPORT_FORMAT", "REPORT_MARKER", "SUMMARY", "describe", "expected_files",
     "foreign_entries", "GATES_FILES", "is_derived", "is_gates", "is_grid_run", "is_ours_derived", "is_report", "read_plan", "temp_leftovers", "TOP_FILES", "CELL_FILES",
 ]
@@ -43,6 +44,8 @@ REPEATS = "repeats.parquet"
 REPEAT_FOLDER = "repeat"
 """``cells/<cell_id>/repeat/``: a repeated cell's second records and summary."""
 RECORDS = "records.jsonl"
+PREREG = "prereg.jsonl"
+"""A preregistered run's copy of its preregistration record (:mod:`.prereg`): an artefact when present."""
 
 MANIFEST_FORMAT = "safetyrepro-manifest/1"
 REPORT_FORMAT = "safetyrepro-report/1"
@@ -59,7 +62,7 @@ REPLAY_LOG = "replay.jsonl"
 REPLAY_NEXT = ".replay.jsonl.next"
 """A replay that replaces an earlier one is written here, and renamed over it when complete."""
 
-TOP_FILES = (PLAN, EVENTS, MANIFEST, SUMMARY, CELLS_TABLE, REPEATS)
+TOP_FILES = (PLAN, EVENTS, MANIFEST, SUMMARY, CELLS_TABLE, REPEATS, PREREG)
 CELL_FILES = (RECORDS, SUMMARY)
 _CELL_ID = re.compile(r"\d{5}-[0-9a-f]{12}")
 

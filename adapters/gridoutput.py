@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .durable import replace_file
-from .gridlayout import (CELLS, CELLS_TABLE, EVENTS, MANIFEST, MANIFEST_FORMAT, PLAN, RECORDS, REPEAT_FOLDER, REPEATS,
+from .gridlayout import (CELLS, CELLS_TABLE, EVENTS, MANIFEST, MANIFEST_FORMAT, PLAN, PREREG, RECORDS, REPEAT_FOLDER, REPEATS,
                          SUMMARY)
 from .gridplan import CellRequests, RequestPlan
 from .hashing import sha256_bytes, sha256_file
@@ -115,6 +115,8 @@ def write_results(out: Path, frozen: dict[str, Any], prepared: RequestPlan, resp
                   endpoints: dict[str, dict[str, Any]], events_last_sha256: str) -> dict[str, Any]:
     """Write every result file (each replaced whole), then ``manifest.json``; the run summary."""
     hashes = {PLAN: sha256_file(out / PLAN), EVENTS: sha256_file(out / EVENTS)}
+    if (out / PREREG).exists():  # a preregistered run's record is one of its artefacts
+        hashes[PREREG] = sha256_file(out / PREREG)
     summary: dict[str, Any] = {}
     for name, content in render(frozen, prepared, responses, endpoints):
         replace_file(out / name, content)

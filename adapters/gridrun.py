@@ -47,7 +47,7 @@ from .errors import ConfigError
 from .extract import EXTRACTION_VERSION
 from .grid import GridConfig, plan
 from .gridexec import FingerprintWatch, endpoint_observations, pinned_threads, run_batches
-from .gridlayout import (EVENTS, MANIFEST, PLAN, SUMMARY, describe, foreign_entries, is_grid_run, read_plan,
+from .gridlayout import (EVENTS, MANIFEST, PLAN, PREREG, SUMMARY, describe, foreign_entries, is_grid_run, read_plan,
                          temp_leftovers)
 from .gridoutput import write_results
 from .gridplan import GridPlan, run_anchor
@@ -209,9 +209,28 @@ def _publish(work: Path, out: Path) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def _carry_prereg(work: Path, record: dict[str, Any] | None) -> None:
+    """Put the preregistration record into the run before its first request (``grid --prereg``);
+    a run resumes only under the record it began with, and one begun without cannot adopt one."""
+    path = work / PREREG
+    if record is None:
+        return
+    if path.exists():
+        if path.read_bytes() != record["bytes"]:
+            raise ConfigError(f"{work} began under another preregistration record than the one given",
+                              "resume it with the --prereg it began with, or run into a new --out")
+        return
+    events = work / EVENTS
+    if events.exists() and len(events.read_bytes().split(b"\n")) > 2:  # a header and at least one request
+        raise ConfigError(f"{work} began without a preregistration record: its requests were logged before it",
+                          "run the preregistered grid into a new --out (a run is preregistered from its start)")
+    replace_file(path, record["bytes"])
+
+
 def open_run(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | None = None, overwrite: bool = False,
-             notify: Callable[[str], None] = print) -> OpenRun | dict[str, Any]:
-    """Check every input, then open (or resume) the grid's run in ``out``; a finished run's summary instead."""
+             notify: Callable[[str], None] = print, prereg: dict[str, Any] | None = None) -> OpenRun | dict[str, Any]:
+    """Check every input, then open (or resume) the grid's run in ``out``; a finished run's summary
+    instead. ``prereg``: the preregistration record it must run under (:func:`.prereg.adopt`)."""
     frozen = plan(grid)
     outfolder.check_form(out)
     prepared = GridPlan(frozen, grid, data_dir)  # every cell's data, hashes and templates
@@ -237,6 +256,9 @@ def open_run(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
                 notify(f"discarding {work}: an earlier --overwrite attempt with other models or libraries")
                 shutil.rmtree(work)
     elif state == "same" and (out / MANIFEST).exists():
+        if prereg is not None and (not (out / PREREG).exists() or (out / PREREG).read_bytes() != prereg["bytes"]):
+            raise ConfigError(f"{out} holds this plan's finished run, not run under the preregistration given",
+                              "run the preregistered grid into a new --out")
         notify(f"{out}: this plan is already complete (verify it with `safetyrepro verify {out}`)")
         return json.loads((out / SUMMARY).read_text())
     else:
@@ -248,6 +270,7 @@ def open_run(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
     journal = Journal(work / EVENTS, anchor, prepared.keys)
     resumed = journal.open(align=prepared.keep)
     replace_file(work / PLAN, (json.dumps(frozen, indent=1) + "\n").encode())
+    _carry_prereg(work, prereg)  # after the header (the folder is a run), before any request
     for note in resumed.notes:
         notify(note)
     run = OpenRun(out=work, frozen=frozen, grid=grid, prepared=prepared, identities=identities, versions=versions,
@@ -285,13 +308,14 @@ def run_local(run: OpenRun, show_progress: bool = True) -> None:
 
 def run_grid(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | None = None, overwrite: bool = False,
              notify: Callable[[str], None] = print, show_progress: bool = True, threads: int | None = None,
-             executor: Callable[[OpenRun], None] | None = None) -> dict[str, Any]:
+             executor: Callable[[OpenRun], None] | None = None, prereg: dict[str, Any] | None = None) -> dict[str, Any]:
     """Plan, run (or resume) and write the results of a grid into ``out``; the run summary.
 
     ``executor`` computes the open run's remaining batches (default: :func:`run_local`; the Ray
     one is ``gridray.on_ray``); ``threads`` pins torch's thread count in this process (response
-    bytes depend on it: a run compared byte for byte with another uses the same count)."""
-    run = open_run(grid, out, data_dir=data_dir, overwrite=overwrite, notify=notify)
+    bytes depend on it: a run compared byte for byte with another uses the same count); ``prereg``:
+    the preregistration record the run must carry from its first request (``grid --prereg``)."""
+    run = open_run(grid, out, data_dir=data_dir, overwrite=overwrite, notify=notify, prereg=prereg)
     if isinstance(run, dict):
         return run
     if executor is not None:

@@ -14,7 +14,9 @@ What is checked, in order:
    (naming them), since a checker elsewhere cannot tell the two apart;
 4. the manifest -- consistent with the files and the log (a convenience: the results were already
    recomputed, so a manifest re-hashed after an edit hides nothing);
-5. the gates -- a written verdict (``gates/gates.json``) is recomputed from the run and the replay
+5. the preregistration -- a run that carries ``prereg.jsonl`` (``grid --prereg``): the record's
+   chain, its plan (this run's) and its time (before the log's first request), :mod:`.prereg`;
+6. the gates -- a written verdict (``gates/gates.json``) is recomputed from the run and the replay
    log, so a flipped verdict is caught before ``stats`` prints it.
 
 The run's *anchor* is the plan hash and the log's final chain hash. The chain commits to every
@@ -34,11 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, DataError
-from .gridlayout import (EVENTS, GATES_MARKER, MANIFEST, MANIFEST_FORMAT, PLAN, expected_files, is_derived,
+from .gridlayout import (EVENTS, GATES_MARKER, MANIFEST, MANIFEST_FORMAT, PLAN, PREREG, expected_files, is_derived,
                          is_grid_run)
 from .hashing import sha256_file
 from .identity import analysis_versions
 from .journal import verify as verify_journal
+from .prereg import check_run as check_prereg
 
 __all__ = ["Verification", "check", "open_verified", "verify"]
 
@@ -108,6 +111,9 @@ def _check_run(out: Path, found: Verification, expect: str | None) -> None:
         return
     bodies, log_ok = _check_log(out, frozen, prepared, found)
     expected = set(expected_files(frozen))
+    if (out / PREREG).exists() or PREREG in _manifest_files(out):  # preregistered: its record is an artefact
+        expected.add(PREREG)
+        found.problems += check_prereg(out, frozen, bodies[0].get("utc") if bodies else None)
     if expect is not None and found.log_sha256 != expect:
         found.problems.append(f"the log's final hash is {found.log_sha256 or 'unreadable'}, not the expected {expect} "
                               "(another run, or a log rewritten since that hash was quoted)")
@@ -117,6 +123,14 @@ def _check_run(out: Path, found: Verification, expect: str | None) -> None:
     _check_manifest(out, frozen, expected, found)
     if log_ok and not found.problems:
         _check_gates(out, prepared, found)
+
+
+def _manifest_files(out: Path) -> dict[str, Any]:
+    try:
+        files = json.loads((out / MANIFEST).read_text()).get("files")
+    except (OSError, ValueError, AttributeError, UnicodeDecodeError):
+        return {}
+    return files if isinstance(files, dict) else {}
 
 
 def _check_log(out: Path, frozen: dict[str, Any], prepared: Any, found: Verification) -> tuple[list[dict[str, Any]], bool]:

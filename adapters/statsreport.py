@@ -27,6 +27,7 @@ from .analysis import BenchmarkStats, TierStats, analyse, to_json
 from .card import GridCard, card, to_markdown, to_yaml
 from .errors import ConfigError
 from .gridresults import GridResults
+from .prereg import describe as describe_prereg
 from .gridlayout import REPORT_FORMAT, REPORT_MARKER, is_report
 from .statsplots import plots as draw
 
@@ -196,7 +197,8 @@ def _markdown(results: GridResults, stats: dict[str, BenchmarkStats], scores: pd
            "Proposition 1 is a necessary condition: a strict order of A and B is identifiable on a configuration set "
            "only if N+ = 0 or N- = 0. rho_flip = min(N+, N-) / |C|. Cells that compute the same thing (a direct "
            "template on the logprob path under every decoding) are one configuration.", "",
-           _gates_text(header["gates"]), "", "How to read the headline tables:", "",
+           _gates_text(header["gates"]), "", f"Preregistration: {describe_prereg(header['preregistration'])}.", "",
+           "How to read the headline tables:", "",
            *[f"- **{column}**: {meaning}" for column, meaning in HEADLINE_COLUMNS.items()], ""]
     for tier in ("grid", "core"):
         table = headline(stats, tier, header["gates"])
@@ -344,7 +346,8 @@ def write_stats(results: GridResults, out: Path | None, *, n_resamples: int = 10
         plots = draw(stats, work)
         header = {"format": REPORT_FORMAT, "run": str(results.folder), "plan_sha256": document["plan_sha256"],
                   "manifest_sha256": document["manifest_sha256"], "n_resamples": n_resamples, "seed": seed,
-                  "alpha": document["alpha"], "multiplicity": multiplicity, "gates": document["gates"]}
+                  "alpha": document["alpha"], "multiplicity": multiplicity, "gates": document["gates"],
+                  "preregistration": document["preregistration"]}
         markdown = _markdown(results, stats, scores, plots, header)
         (work / "report.md").write_text(markdown)
         (work / "report.html").write_text(_html(markdown, results, stats, scores, plots, document["gates"]))
