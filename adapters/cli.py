@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from . import cli_grid
+from . import cli_design, cli_grid
 from .cli_common import DataDir, note
 from .errors import SafetyReproError
 from .metrics import as_number
@@ -109,6 +109,7 @@ def run_cmd(
 
 
 cli_grid.register(app)  # plan, grid, verify, stats, card, gate
+cli_design.register(app)  # pilot
 
 
 @app.command("demo")

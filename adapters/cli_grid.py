@@ -60,6 +60,11 @@ def grid_from_args(grid_file: Path | None, preset: str | None, models: str | Non
 def plan_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models = None,
              quantization: Quantization = "none",
              out: Annotated[Optional[Path], typer.Option(help="Write the frozen plan (plan.json) here.")] = None,
+             freeze: Annotated[Optional[Path], typer.Option(help="Preregister: write the record (plan, grid file, "
+                                                                 "pilot, versions, UTC; hash-chained) into this new "
+                                                                 "folder, for `grid --prereg`.")] = None,
+             pilot: Annotated[Optional[Path], typer.Option(help="With --freeze: a `safetyrepro pilot` folder whose "
+                                                                "design goes into the record.")] = None,
              ) -> None:
     """Expand a configuration grid into its frozen, hashed plan of cells, before anything runs."""
     from . import atomic
@@ -70,6 +75,9 @@ def plan_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
         from .outfolder import check_file_target
 
         check_file_target(out, "plan --out", "plan.json")
+    if pilot is not None and freeze is None:
+        raise ConfigError("--pilot goes into a preregistration record", "add --freeze DIR, or leave --pilot out")
+    design = read_design(pilot) if pilot is not None else None
     frozen = plan(grid)
     cells = frozen["cells"]
     table = Table(title=f"plan {frozen['plan_sha256'][:16]}: {len(cells)} cells", title_justify="left")
@@ -83,6 +91,32 @@ def plan_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
     if out is not None:
         atomic.replace_file(out, json.dumps(frozen, indent=1) + "\n")
         print(f"wrote {out}")
+    if freeze is not None:
+        from .outfolder import out_path
+        from .prereg import PREREG, freeze as write_record
+
+        target = out_path(freeze, "--freeze")
+        assert target is not None
+        text = grid_file.read_text(encoding="utf-8") if grid_file is not None else grid.canonical_json()
+        record = write_record(target, frozen, grid_source=str(grid_file) if grid_file else f"preset {preset}",
+                              grid_text=text, pilot=design)
+        print(f"preregistered: {target / PREREG}, record_sha256 {record}")
+        print("quote record_sha256 somewhere others keep (a registry, a commit) before running; then "
+              f"`safetyrepro grid ... --prereg {target}`")
+
+
+def read_design(folder: Path) -> dict[str, Any]:
+    """A pilot folder's design (``design.json`` without its per-comparison rows), for a record."""
+    from .pilot import DESIGN_FORMAT
+
+    try:
+        document = json.loads((folder / "design.json").read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        document = None
+    if not isinstance(document, dict) or document.get("format") != DESIGN_FORMAT:
+        raise ConfigError(f"--pilot {folder} holds no pilot design (design.json)",
+                          "pass the --out folder of `safetyrepro pilot`")
+    return {k: v for k, v in document.items() if k != "comparisons"}
 
 
 def grid_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models = None,
@@ -102,6 +136,8 @@ def grid_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
              threads: Annotated[Optional[int], typer.Option(min=1, help="torch threads per computation (ray: per task, "
                                                                         "default 1; local: default torch's). Response "
                                                                         "bytes depend on it.")] = None,
+             prereg: Annotated[Optional[Path], typer.Option(help="The folder of `plan --freeze`: refuse a plan that "
+                                                                "differs, and carry the record in the run.")] = None,
              data_dir: DataDir = None) -> None:
     """Run a grid (or resume it: only if its log is a prefix of this plan), logging every request."""
     import functools
@@ -131,10 +167,16 @@ def grid_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
         from .grid import on_endpoints
 
         grid = on_endpoints(grid, load_config_file(endpoints), source=str(endpoints))
+    record = None
+    if prereg is not None:
+        from .grid import plan
+        from .prereg import adopt
+
+        record = adopt(prereg, plan(grid))
     target = out_path(out)
     assert target is not None
     summary = run_grid(grid, target, data_dir=data_dir, overwrite=overwrite, notify=note,
-                       threads=threads if executor != "ray" else None, executor=run_on)
+                       threads=threads if executor != "ray" else None, executor=run_on, prereg=record)
     import pandas as pd
 
     cells = pd.read_parquet(target / "cells.parquet")
@@ -188,6 +230,11 @@ def verify_cmd(folder: Annotated[Path, typer.Argument(help="A grid run's folder.
     # The run's anchor: quote both; `verify --expect LOG_SHA256` checks a run against it.
     print(f"plan_sha256 {found.plan_sha256 or 'unreadable'}")
     print(f"log_sha256 {found.log_sha256 or 'none (the log does not verify)'}")
+    from .prereg import PREREG, read
+
+    if (folder / PREREG).is_file() and not any(PREREG in p for p in problems):
+        record = read(folder / PREREG)  # compare with the record_sha256 quoted before the run
+        print(f"prereg_record_sha256 {record['record_sha256']} (frozen at {record['utc']})")
     if problems:
         raise typer.Exit(1)
 
@@ -204,6 +251,7 @@ def stats_cmd(
     """Rank-instability statistics of a verified grid run: flips, orderings, tau, attribution, tests, cards, report."""
     from .gridverify import open_verified
     from .inference import MULTIPLICITY
+    from .prereg import describe as describe_prereg
     from .statsreport import dominated_text, report_target, supported_label, write_stats
 
     if multiplicity not in MULTIPLICITY:
@@ -231,6 +279,7 @@ def stats_cmd(
             table.add_row(name, tier, "0", "0", "-", "-", "-", "-", "-", "-", "-", "-", f"not analysed: {why}")
     Console(width=None if sys.stdout.isatty() else 160).print(table)
     print(f"instrument gates: {supported_label(document['gates'])} -- {document['gates']['note']}")
+    print(f"preregistration: {describe_prereg(document['preregistration'])}")
     print(f"report: {target / 'report.html'} (and report.md, stats.json, cards/)")
 
 

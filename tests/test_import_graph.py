@@ -144,11 +144,13 @@ LAYERS = {
     # computing it: models, the plan of requests, the engine, the log, the runner, grids (local, Ray, endpoints)
     "execution": ["models", "models.base", "models.embedded", "models.endpoint", "models.hf", "models.prefix",
                   "journal", "identity", "grid", "gridplan", "gridexec", "gridrun", "gridray", "gridoutput",
-                  "gridlayout", "runner", "outfolder"],
+                  "gridlayout", "runner", "outfolder", "prereg"],
     # reading a finished run back: verify, results, statistics, gates, cards, the report
     "analysis": ["gridverify", "gridresults", "stats", "inference", "attribution", "analysis", "statsplots",
                  "statsreport", "instrument", "replay", "gates", "card"],
-    "surface": ["cli_common", "cli_grid", "cli", ""],
+    # designing a study before it runs: sizing and gate simulation from a pilot, the pilot's report
+    "design": ["design", "pilot", "pilotreport"],
+    "surface": ["cli_common", "cli_grid", "cli_design", "cli", ""],
 }
 """Every module's layer: a module imports from its own layer or below, never above."""
 
