@@ -131,7 +131,7 @@ def preregistration(results: GridResults) -> dict[str, Any]:
     is the time it must precede)."""
     from .prereg import status
 
-    first = next(iter(results.events.values()), {}).get("utc")
+    first = min((body["utc"] for body in results.events.values()), default=None)
     return status(results.folder, first)
 
 

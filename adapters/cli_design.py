@@ -45,7 +45,7 @@ def pilot_cmd(
     """A small seeded pilot of a grid, then the design: items per cell, gate reachability, a proposal."""
     from .outfolder import check_form, out_path
     from .pilot import design, pilot_grid, replays, run_pilot
-    from .pilotreport import RUN, check_pilot_folder, design_tables, verdict_lines, write_report
+    from .pilotreport import RUN, check_pilot_folder, design_tables, mark_pilot_folder, verdict_lines, write_report
 
     grid = grid_from_args(grid_file, preset, models, quantization)
     if share <= 0:
@@ -57,6 +57,7 @@ def pilot_cmd(
     seed = grid.seed if seed is None else seed
     replay = replays(grid, replay)
     pilot_grid(grid, share=share, items=items, seed=seed, replay=replay)  # a pilot it cannot make: refused first
+    mark_pilot_folder(target)  # before the run: run/ is then provably the pilot's
     results = run_pilot(grid, target / RUN, share=share, items=items, seed=seed, data_dir=data_dir,
                         overwrite=overwrite, notify=note, threads=threads, replay=replay)
     document = design(results, grid, share=share, items=items, seed=seed, target_share=target_share, power=power,

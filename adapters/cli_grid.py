@@ -20,7 +20,7 @@ from rich.table import Table
 from .cli_common import DataDir, note
 from .errors import ConfigError
 
-__all__ = ["register"]
+__all__ = ["GridFile", "Models", "Preset", "Quantization", "grid_from_args", "register"]
 
 
 GridFile = Annotated[Optional[Path], typer.Argument(help="grid.yaml (models, benchmarks, factor levels, exclusions, "
@@ -65,6 +65,8 @@ def plan_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
                                                                  "folder, for `grid --prereg`.")] = None,
              pilot: Annotated[Optional[Path], typer.Option(help="With --freeze: a `safetyrepro pilot` folder whose "
                                                                 "design goes into the record.")] = None,
+             endpoints: Annotated[Optional[Path], typer.Option(help="The models answered by OpenAI-compatible servers, "
+                                                                    "as `grid --endpoints` gives them (the same plan).")] = None,
              ) -> None:
     """Expand a configuration grid into its frozen, hashed plan of cells, before anything runs."""
     from . import atomic
@@ -77,7 +79,26 @@ def plan_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
         check_file_target(out, "plan --out", "plan.json")
     if pilot is not None and freeze is None:
         raise ConfigError("--pilot goes into a preregistration record", "add --freeze DIR, or leave --pilot out")
-    design = read_design(pilot) if pilot is not None else None
+    if pilot is not None:
+        from .pilotreport import read_design
+
+        design = read_design(pilot)
+    else:
+        design = None
+    if freeze is not None:  # the record's folder: refused before anything is written
+        from .outfolder import check_form, out_path
+
+        freeze = out_path(freeze, "--freeze")
+        assert freeze is not None
+        check_form(freeze, "--freeze")
+        if freeze.is_dir() and any(freeze.iterdir()):
+            raise ConfigError(f"--freeze {freeze} is not empty",
+                              "choose a new folder: a preregistration is written once and never replaced")
+    if endpoints is not None:
+        from .config import load_config_file
+        from .grid import on_endpoints
+
+        grid = on_endpoints(grid, load_config_file(endpoints), source=str(endpoints))
     frozen = plan(grid)
     cells = frozen["cells"]
     table = Table(title=f"plan {frozen['plan_sha256'][:16]}: {len(cells)} cells", title_justify="left")
@@ -92,31 +113,15 @@ def plan_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
         atomic.replace_file(out, json.dumps(frozen, indent=1) + "\n")
         print(f"wrote {out}")
     if freeze is not None:
-        from .outfolder import out_path
         from .prereg import PREREG, freeze as write_record
 
-        target = out_path(freeze, "--freeze")
-        assert target is not None
+        target = freeze
         text = grid_file.read_text(encoding="utf-8") if grid_file is not None else grid.canonical_json()
         record = write_record(target, frozen, grid_source=str(grid_file) if grid_file else f"preset {preset}",
                               grid_text=text, pilot=design)
         print(f"preregistered: {target / PREREG}, record_sha256 {record}")
         print("quote record_sha256 somewhere others keep (a registry, a commit) before running; then "
               f"`safetyrepro grid ... --prereg {target}`")
-
-
-def read_design(folder: Path) -> dict[str, Any]:
-    """A pilot folder's design (``design.json`` without its per-comparison rows), for a record."""
-    from .pilot import DESIGN_FORMAT
-
-    try:
-        document = json.loads((folder / "design.json").read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
-        document = None
-    if not isinstance(document, dict) or document.get("format") != DESIGN_FORMAT:
-        raise ConfigError(f"--pilot {folder} holds no pilot design (design.json)",
-                          "pass the --out folder of `safetyrepro pilot`")
-    return {k: v for k, v in document.items() if k != "comparisons"}
 
 
 def grid_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models = None,

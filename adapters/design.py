@@ -24,8 +24,9 @@ reader can redo them by hand:
 
 Gate operating characteristic: a gate is a rule on two measurements of the same cells (the
 repeat: the first measurement and its same-window repeat; the replay: the run and its replay).
-:func:`gate_oc` resamples the pilot's items (with replacement, ``n`` per cell, the same items for
-every cell of a benchmark, as a run's cells share them) and applies the gate's own rule each time:
+:func:`gate_oc` resamples the pilot's items in two stages -- the pilot's items at the pilot's size
+(the pilot's own uncertainty), then ``n`` items per cell from those, the same items for every cell
+of a benchmark, as a run's cells share them -- and applies the gate's own rule each time:
 the share of passes is the probability that the gate passes a healthy instrument with the
 measured noise. The *degraded* instrument is the same with a stated share of each cell's items
 answered in the second measurement as a random other item of that cell was (its marginal kept,
@@ -67,22 +68,25 @@ def paired_statistic(direction: str, target: float | None,
     return statistic
 
 
-def jackknife_sigma(a: np.ndarray, b: np.ndarray, statistic: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> float:
+def jackknife_sigma(a: np.ndarray, b: np.ndarray, statistic: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                    strata: np.ndarray | None = None) -> float:
     """The per-item standard deviation of a paired statistic: ``sqrt(n * var_jack)`` over the
     delete-one values (an item deleted from both cells at once). NaN when the statistic is
-    undefined on the items or fewer than two items."""
+    undefined on the items, with fewer than two items, or (``strata``: the statistic's own) with
+    a stratum of fewer than two counted items."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     n = len(a)
     if n < 2 or math.isnan(float(statistic(a, b))):
         return math.nan
+    if strata is not None:
+        counted = ~(np.isnan(a) | np.isnan(b))
+        if any(np.sum(counted & (strata == level)) < 2 for level in np.unique(strata)):
+            # Deleting a stratum's only item drops the stratum: another estimand, not a spread.
+            return math.nan
     rows_a, rows_b = np.tile(a, (n, 1)), np.tile(b, (n, 1))
     np.fill_diagonal(rows_a, np.nan)  # row i: every item but i (NaN does not count)
     np.fill_diagonal(rows_b, np.nan)
     left_out = np.asarray(statistic(rows_a, rows_b), dtype=float)
-    if np.isnan(left_out).any():  # an item whose removal empties a stratum: no linear spread
-        left_out = left_out[~np.isnan(left_out)]
-        if len(left_out) < 2:
-            return math.nan
     variance = (n - 1) / n * float(np.sum((left_out - left_out.mean()) ** 2))
     return math.sqrt(n * variance)
 
@@ -210,7 +214,9 @@ def gate_oc(cells: list[Measured], rule: GateRule, *, threshold: float, n_items:
     outcome: dict[str, list[Any]] = {"healthy": [], "degraded": []}
     statistic: list[float] = []
     for _ in range(simulations):
-        rows = {b: rng.integers(0, size, n_items[b]) for b, size in sizes.items()}
+        # Two stages: the pilot's items resampled at the pilot's size (what the pilot may have
+        # misjudged), then the run's n items drawn from that (what the run's own items add).
+        rows = {b: rng.integers(0, size, size)[rng.integers(0, size, n_items[b])] for b, size in sizes.items()}
         healthy = {_key(c): rows[c.benchmark] for c in cells}
         numbers = rule(cells, rows, healthy)
         outcome["healthy"].append(verdict(numbers, threshold) == "PASS")

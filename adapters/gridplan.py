@@ -170,12 +170,17 @@ class GridPlan(RequestPlan):
         self.freeze()
 
 
-def run_anchor(frozen: dict[str, Any], prepared: RequestPlan, identities: dict[str, Any], versions: dict[str, str]) -> str:
+def run_anchor(frozen: dict[str, Any], prepared: RequestPlan, identities: dict[str, Any], versions: dict[str, str],
+               prereg_sha256: str | None = None) -> str:
     """What ``events.jsonl`` belongs to: this plan, its request list, the identities of the models
     that answer a request in it, and the libraries. (A grid model whose every cell is excluded
     answers nothing and is not in the log, so ``verify``, which reads the identities from the
-    log, could not name it: it is left out of the anchor on both sides.)"""
+    log, could not name it: it is left out of the anchor on both sides.) A preregistered run's
+    anchor also names its record's final chain hash, so the log -- and every hash quoted from
+    it -- commits to the record; a run without one keeps the anchor it always had."""
     asked = {request.model for request in prepared.requests.values()}
-    return sha256_json({"plan_sha256": frozen["plan_sha256"], "requests": prepared.keys,
-                        "models": {name: ident for name, ident in identities.items() if name in asked},
-                        "versions": versions})
+    anchor = {"plan_sha256": frozen["plan_sha256"], "requests": prepared.keys,
+              "models": {name: ident for name, ident in identities.items() if name in asked}, "versions": versions}
+    if prereg_sha256 is not None:
+        anchor["prereg_record_sha256"] = prereg_sha256
+    return sha256_json(anchor)

@@ -54,7 +54,7 @@ from .gridplan import GridPlan, run_anchor
 from .identity import identity, library_versions
 from .journal import Journal
 
-__all__ = ["OpenRun", "open_run", "run_grid", "run_local"]
+__all__ = ["OpenRun", "is_overwrite_folder", "open_run", "run_grid", "run_local"]
 
 OVERWRITE_INFIX = ".overwrite-"
 """``.<out>.overwrite-<plan hash, 16 hex>``: where ``--overwrite`` computes the new run."""
@@ -136,7 +136,8 @@ def _overwrite_folder(out: Path, frozen: dict[str, Any]) -> Path:
     return out.with_name(f".{out.name}{OVERWRITE_INFIX}{frozen['plan_sha256'][:16]}")
 
 
-def _is_overwrite_folder(path: Path, out: Path) -> bool:
+def is_overwrite_folder(path: Path, out: Path) -> bool:
+    """Whether ``path`` is (by name) the folder ``grid --overwrite`` computes ``out``'s new run in."""
     return bool(re.fullmatch(re.escape(f".{out.name}{OVERWRITE_INFIX}") + "[0-9a-f]{16}", path.name))
 
 
@@ -205,13 +206,23 @@ def _publish(work: Path, out: Path) -> None:
     # publishes it without recomputing); recover never deletes a folder of that name.
     atomic.publish_dir(work, out)
     for folder in out.parent.iterdir():
-        if _is_overwrite_folder(folder, out) and _ours(folder):
+        if is_overwrite_folder(folder, out) and _ours(folder):
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def _carry_prereg(work: Path, record: dict[str, Any] | None) -> None:
-    """Put the preregistration record into the run before its first request (``grid --prereg``);
-    a run resumes only under the record it began with, and one begun without cannot adopt one."""
+def _record_sha256(work: Path, record: dict[str, Any] | None) -> str | None:
+    """The preregistration record the run's log is anchored to: the one given, else the one the
+    run already carries (a resume without --prereg), else none."""
+    from .prereg import read
+
+    if record is None and (work / PREREG).is_file():
+        record = read(work / PREREG)
+    return None if record is None else record["record_sha256"]
+
+
+def _check_prereg(work: Path, record: dict[str, Any] | None) -> None:
+    """Before the log is opened: a run resumes only under the record it began with, and a run
+    begun without one cannot adopt one (``grid --prereg``)."""
     path = work / PREREG
     if record is None:
         return
@@ -224,7 +235,13 @@ def _carry_prereg(work: Path, record: dict[str, Any] | None) -> None:
     if events.exists() and len(events.read_bytes().split(b"\n")) > 2:  # a header and at least one request
         raise ConfigError(f"{work} began without a preregistration record: its requests were logged before it",
                           "run the preregistered grid into a new --out (a run is preregistered from its start)")
-    replace_file(path, record["bytes"])
+
+
+def _carry_prereg(work: Path, record: dict[str, Any] | None) -> None:
+    """Put the record into the run once its log has a header (so the folder is a run of ours)
+    and before its first request."""
+    if record is not None and not (work / PREREG).exists():
+        replace_file(work / PREREG, record["bytes"])
 
 
 def open_run(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | None = None, overwrite: bool = False,
@@ -236,7 +253,6 @@ def open_run(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
     prepared = GridPlan(frozen, grid, data_dir)  # every cell's data, hashes and templates
     identities = {m.name: identity(m) for m in grid.models}  # every model's folder and weights
     versions = library_versions()
-    anchor = run_anchor(frozen, prepared, identities, versions)
     # Everything is checked: from here on the output folder may change.
     for note in atomic.recover(out) if out.parent.is_dir() else []:
         notify(note)
@@ -244,6 +260,8 @@ def open_run(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
     work, publish_to = out, None
     if overwrite and state != "new":
         work, publish_to = _overwrite_folder(out, frozen), out
+    anchor = run_anchor(frozen, prepared, identities, versions, _record_sha256(work, prereg))
+    if publish_to is not None:
         if work.exists():
             if not _ours(work) and any(work.iterdir()):
                 raise ConfigError(f"{work} holds files SafetyRepro did not write ({describe(foreign_entries(work))})",
@@ -263,6 +281,7 @@ def open_run(grid: GridConfig, out: Path, *, data_dir: str | os.PathLike[str] | 
         return json.loads((out / SUMMARY).read_text())
     else:
         _check_resumable(out / EVENTS, prepared, identities, versions)
+    _check_prereg(work, prereg)
     atomic.check_writable(work)
     work.mkdir(parents=True, exist_ok=True)
     for leftover in temp_leftovers(work):  # what an interrupted replace_file of ours left

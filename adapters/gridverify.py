@@ -113,7 +113,8 @@ def _check_run(out: Path, found: Verification, expect: str | None) -> None:
     expected = set(expected_files(frozen))
     if (out / PREREG).exists() or PREREG in _manifest_files(out):  # preregistered: its record is an artefact
         expected.add(PREREG)
-        found.problems += check_prereg(out, frozen, bodies[0].get("utc") if bodies else None)
+        found.problems += check_prereg(out, frozen, min((b["utc"] for b in bodies if isinstance(b.get("utc"), str)),
+                                                        default=None))
     if expect is not None and found.log_sha256 != expect:
         found.problems.append(f"the log's final hash is {found.log_sha256 or 'unreadable'}, not the expected {expect} "
                               "(another run, or a log rewritten since that hash was quoted)")
@@ -123,6 +124,18 @@ def _check_run(out: Path, found: Verification, expect: str | None) -> None:
     _check_manifest(out, frozen, expected, found)
     if log_ok and not found.problems:
         _check_gates(out, prepared, found)
+
+
+def _prereg_sha256(out: Path) -> str | None:
+    """The record the log must be anchored to (None: none, or unreadable -- reported on its own)."""
+    from .prereg import read
+
+    if not (out / PREREG).is_file():
+        return None
+    try:
+        return read(out / PREREG)["record_sha256"]
+    except ConfigError:
+        return None
 
 
 def _manifest_files(out: Path) -> dict[str, Any]:
@@ -161,7 +174,7 @@ def _check_log(out: Path, frozen: dict[str, Any], prepared: Any, found: Verifica
     identities = {b["model"]["name"]: b["model"] for b in reversed(bodies)
                   if isinstance(b.get("model"), dict) and isinstance(b["model"].get("name"), str)}
     versions = bodies[0].get("versions", {}) if bodies else {}
-    log = verify_journal(path, run_anchor(frozen, prepared, identities, versions), prepared.keys)
+    log = verify_journal(path, run_anchor(frozen, prepared, identities, versions, _prereg_sha256(out)), prepared.keys)
     found.problems += log
     if log:
         return bodies, False

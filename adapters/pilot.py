@@ -22,7 +22,8 @@ whose gap exceeds the pilot's noise), "items_for_gaps" (what the largest of thos
 "items_for_share_raw" (the target at the raw gaps: optimistic), "effective": {"grid", "proposed": {"pairs",
 "of_pairs", "configs", "of_configs"}} (model pairs resolvable in some pilot configuration; pilot
 configurations with every pair resolvable), "sizes"}},
-"grid_limit", "proposed_limit", "gates": {gate: {"as_written": oc, "proposed": oc, "cells", "note"}},
+"grid_limit", "proposed_limit", "short_of_target" (benchmarks the proposed size leaves short: one limit
+serves all, capped by the smallest subset), "gates": {gate: {"as_written": oc, "proposed": oc, "cells", "note"}},
 "comparisons": [row], "noise_floor": {...}}`` (``oc``: :func:`.design.gate_oc`'s document).
 """
 
@@ -49,7 +50,7 @@ from .instrument import config_name, config_of, item_score
 from .records import ItemRecord
 from .stats import FACTORS
 
-__all__ = ["DESIGN_FORMAT", "design", "pilot_grid", "replays", "run_pilot"]
+__all__ = ["DESIGN_FORMAT", "design", "pilot_grid", "propose_limit", "replays", "run_pilot"]
 
 DESIGN_FORMAT = "safetyrepro-design/1"
 MIN_CONFIGS = 2
@@ -157,11 +158,12 @@ def _comparisons(results: GridResults) -> list[dict[str, Any]]:
             for b in models[i + 1:]:
                 ra, rb = results.records(by_model[a]), results.records(by_model[b])
                 (xa, _, _), (xb, _, _) = _arrays(bench, ra), _arrays(bench, rb)
-                statistic = paired_statistic(spec.direction, spec.target, _strata(bench, ra))
+                strata = _strata(bench, ra)
+                statistic = paired_statistic(spec.direction, spec.target, strata)
                 same = (xa == xb) | (np.isnan(xa) & np.isnan(xb))
                 rows.append({"benchmark": benchmark, "config": config_name((benchmark, *rest)), "pair": f"{a} vs {b}",
                              "n": len(xa), "difference": float(statistic(xa, xb)),
-                             "sigma": jackknife_sigma(xa, xb, statistic),
+                             "sigma": jackknife_sigma(xa, xb, statistic, strata),
                              "discordant_share": float(np.mean(~same)) if len(xa) else math.nan})
     return rows
 
@@ -182,7 +184,9 @@ def _measured(results: GridResults, second: dict[str, list[ItemRecord]]) -> list
 
 def _family(grid: GridConfig) -> dict[str, int]:
     """Comparisons per benchmark in the grid's own statistics (grid tier: distinct configurations
-    x model pairs): the family the multiplicity control spreads alpha over."""
+    x model pairs): the family the multiplicity control spreads alpha over -- an upper bound, since
+    the statistics leave comparisons that cannot reach the level out of it (Tarone), so sizing on
+    it is conservative."""
     distinct = _distinct(plan(grid))
     pairs = math.comb(len(grid.models), 2)
     return {b: max(1, pairs * len(g.drop_duplicates(list(FACTORS)))) for b, g in distinct.groupby("benchmark")}
@@ -209,7 +213,7 @@ def design(results: GridResults, grid: GridConfig, *, share: float, items: int, 
     _, repeats = repeat_gate(results)
     floor = noise_floor(results, repeats)
     per: dict[str, Any] = {}
-    for benchmark in grid.benchmarks:
+    for benchmark in [b for b in grid.benchmarks if b in subset]:  # a benchmark the exclusions empty has no cell
         rows = frame[frame["benchmark"] == benchmark] if len(frame) else frame
         defined = rows[~rows["sigma"].isna()] if len(rows) else rows
         needed = list(defined["items_needed"]) if len(defined) else []
@@ -228,8 +232,7 @@ def design(results: GridResults, grid: GridConfig, *, share: float, items: int, 
                           "reachable": "yes" if target <= subset[benchmark] else
                           ("beyond the subset" if not math.isinf(target) else "no gap to resolve")}
     grid_limit = grid.limit
-    finite = [min(p["items_for_share"], p["subset_size"]) for p in per.values() if p["items_for_share"] is not None]
-    proposed = max(finite) if finite else grid_limit
+    proposed, short = propose_limit(per, grid_limit)
     for benchmark, p in per.items():
         defined = frame[(frame["benchmark"] == benchmark) & ~frame["sigma"].isna()] if len(frame) else frame
         sigmas, needed = list(defined["sigma"]) if len(defined) else [], list(defined["items_needed"]) if len(defined) else []
@@ -245,12 +248,25 @@ def design(results: GridResults, grid: GridConfig, *, share: float, items: int, 
     return {"format": DESIGN_FORMAT, "pilot_plan_sha256": results.frozen["plan_sha256"],
             "grid_plan_sha256": plan(grid)["plan_sha256"], "share": share, "items": items, "seed": seed,
             "target_share": target_share, "power": power, "alpha": ALPHA, "degrade": degrade, "simulations": simulations,
-            "benchmarks": per, "grid_limit": grid_limit, "proposed_limit": proposed,
+            "benchmarks": per, "grid_limit": grid_limit, "proposed_limit": proposed, "short_of_target": short,
             "gates": _gates(results, grid, repeats_second={c: results.repeat_records(c) for c in repeats["cell_id"]}
                             if len(repeats) else {}, replay_second=replayed_records(results) if results.prepared.grid.gates.replay else {},  # type: ignore[union-attr]
                             sizes={k: {b: p["sizes"][k] for b, p in per.items()} for k in ("grid", "proposed")},
                             degrade=degrade, simulations=simulations, seed=seed),
             "comparisons": _records(frame), "noise_floor": floor}
+
+
+def propose_limit(per: dict[str, dict[str, Any]], grid_limit: int | None) -> tuple[int | None, list[str]]:
+    """The proposed items per cell, and the benchmarks it leaves short of the target: the largest
+    benchmark's items for the target share, capped by the smallest subset (one ``limit`` serves
+    every benchmark, and a grid refuses a limit above a benchmark's subset); benchmarks where no
+    item count reaches the target do not drive it. The grid's own limit where none does."""
+    needs = {name: p["items_for_share"] for name, p in per.items() if p["items_for_share"] is not None}
+    if not needs:
+        return grid_limit, []
+    cap = min(p["subset_size"] for p in per.values())
+    proposed = min(max(needs.values()), cap)
+    return proposed, sorted(name for name, need in needs.items() if need > proposed)
 
 
 def _gates(results: GridResults, grid: GridConfig, *, repeats_second: dict[str, list[ItemRecord]],

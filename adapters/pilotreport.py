@@ -22,8 +22,10 @@ import yaml
 from .durable import replace_file, temp_target
 from .errors import ConfigError
 from .grid import GridConfig, build_grid
+from .pilot import DESIGN_FORMAT
 
-__all__ = ["PILOT_FORMAT", "PILOT_MARKER", "REPORT_FILES", "RUN", "check_pilot_folder", "design_tables", "proposal", "write_report"]
+__all__ = ["DESIGN", "PILOT_FORMAT", "PILOT_MARKER", "REPORT_FILES", "RUN", "check_pilot_folder", "design_tables",
+           "mark_pilot_folder", "proposal", "read_design", "verdict_lines", "write_report"]
 
 PILOT_FORMAT = "safetyrepro-pilot/1"
 PILOT_MARKER = "pilot.json"
@@ -39,26 +41,67 @@ def _marker(folder: Path) -> dict[str, Any] | None:
     return document if isinstance(document, dict) and document.get("format") == PILOT_FORMAT else None
 
 
+def _run_companion(name: str) -> bool:
+    """What the grid engine leaves beside ``run/`` while it works: its ``--overwrite`` folder and an
+    interrupted publish's leftovers (a rerun of the pilot finishes or clears them)."""
+    from . import atomic
+    from .gridrun import is_overwrite_folder
+
+    ours = name.startswith((f".{RUN}.", f".{RUN}-old-"))
+    return is_overwrite_folder(Path(name), Path(RUN)) or (atomic.is_leftover(name) and ours)
+
+
 def check_pilot_folder(out: Path) -> None:
-    """Touching nothing: ``out`` is missing, empty or a pilot folder of ours (see the module docstring)."""
+    """Touching nothing: ``out`` is missing, empty or a pilot folder of ours (see the module
+    docstring). A ``run/`` without a valid ``pilot.json`` beside it is someone's grid run, never
+    the pilot's to resume or replace."""
     from .gridlayout import describe, foreign_entries, is_grid_run
 
     if not out.is_dir():
         return
     marker = _marker(out)
-    listed = set(marker.get("files") or []) if marker else set()
+    listed = set(marker.get("files") or []) | {PILOT_MARKER} if marker else set()
     foreign = []
     for entry in sorted(out.iterdir()):
         if entry.name == RUN and entry.is_dir() and not entry.is_symlink():
-            if any(entry.iterdir()) and not (is_grid_run(entry) and not foreign_entries(entry)):
-                foreign.append(f"{RUN}/ (not a grid run of ours)")
+            if any(entry.iterdir()) and not (marker and is_grid_run(entry) and not foreign_entries(entry)):
+                foreign.append(f"{RUN}/ (not a pilot's grid run)")
+        elif not entry.is_symlink() and marker and _run_companion(entry.name):
+            continue
         elif entry.is_symlink() or not entry.is_file():
             foreign.append(entry.name + ("/" if entry.is_dir() else ""))
-        elif not (entry.name == PILOT_MARKER or entry.name in listed or temp_target(entry.name) in listed | {PILOT_MARKER}):
+        elif not (entry.name in listed or temp_target(entry.name) in listed):
             foreign.append(entry.name)
     if foreign:
         raise ConfigError(f"--out {out} holds files a pilot did not write ({describe(foreign)})",
                           "choose a new or empty folder for --out; nothing in that folder was changed")
+
+
+def mark_pilot_folder(out: Path, document: dict[str, Any] | None = None) -> None:
+    """Write ``pilot.json`` (before the run, and again with the plan hashes before the report),
+    naming every file the pilot writes beside ``run/``: what a rerun may replace."""
+    marker = {"format": PILOT_FORMAT, "files": sorted(REPORT_FILES)}
+    if document is not None:
+        marker |= {"pilot_plan_sha256": document["pilot_plan_sha256"], "grid_plan_sha256": document["grid_plan_sha256"]}
+    out.mkdir(parents=True, exist_ok=True)
+    replace_file(out / PILOT_MARKER, (json.dumps(marker, indent=1) + "\n").encode())
+
+
+def read_design(folder: Path) -> dict[str, Any]:
+    """A pilot folder's design without its per-comparison rows, for a preregistration record;
+    refused unless it is the design of the pilot run beside it."""
+    fix = "pass the --out folder of a finished `safetyrepro pilot`"
+    try:
+        document = json.loads((folder / DESIGN).read_text())
+        run_plan = json.loads((folder / RUN / "plan.json").read_text())["plan_sha256"]
+    except (OSError, ValueError, UnicodeDecodeError, KeyError, TypeError):
+        raise ConfigError(f"--pilot {folder} holds no pilot design ({DESIGN} and {RUN}/plan.json)", fix) from None
+    if _marker(folder) is None or not isinstance(document, dict) or document.get("format") != DESIGN_FORMAT:
+        raise ConfigError(f"--pilot {folder} is not a pilot folder ({PILOT_MARKER}, {DESIGN})", fix)
+    if document.get("pilot_plan_sha256") != run_plan:
+        raise ConfigError(f"--pilot {folder}: {DESIGN} is not the design of the pilot run beside it (edited?)",
+                          "run the same `safetyrepro pilot` again to write it anew")
+    return {k: v for k, v in document.items() if k != "comparisons"}
 
 
 # ---- tables ----------------------------------------------------------------------------------------
@@ -88,8 +131,8 @@ def design_tables(document: dict[str, Any]) -> dict[str, pd.DataFrame]:
                                                          if need is not None else
                                                          f"none ({b.get('with_gap', 0)} of {b['comparisons']} gaps beyond noise)"),
             "raw gaps (optimistic)": _num(b.get("items_for_share_raw")),
-            f"resolvable at {proposed}": _num(b["resolvable"]["proposed"], 2),
-            f"pairs / configs resolvable at {proposed}": "{pairs}/{of_pairs} / {configs}/{of_configs}".format(
+            f"resolvable at {proposed or 'all'}": _num(b["resolvable"]["proposed"], 2),
+            f"pairs / configs resolvable at {proposed or 'all'}": "{pairs}/{of_pairs} / {configs}/{of_configs}".format(
                 **b["effective"]["proposed"])})
     gates = []
     for name, g in document["gates"].items():
@@ -159,6 +202,10 @@ def proposal(grid: GridConfig, document: dict[str, Any]) -> str:
     reasons = "; ".join(f"{n}: {b['items_for_share']} needed" + ("" if b["reachable"] == "yes" else
                         f" (subset {b['subset_size']})" if b["items_for_share"] is not None else "")
                         for n, b in document["benchmarks"].items() if b["items_for_share"] is not None)
+    short = document.get("short_of_target") or []
+    if short:
+        reasons += (f"; one limit serves every benchmark and the smallest subset caps it, so {', '.join(short)} "
+                    f"stay{'s' if len(short) == 1 else ''} short of {document['target_share']:.0%}")
     if proposed != limit:
         text.append(f"# limit {limit} -> {proposed}: the items per cell at which {document['target_share']:.0%} of each "
                     f"benchmark's comparisons are resolvable at the pilot's gaps (power {document['power']:g}, family-wise "
@@ -180,7 +227,12 @@ def proposal(grid: GridConfig, document: dict[str, Any]) -> str:
             text.append(f"  {name}: null")
             continue
         oc = (document["gates"].get(name) or {}).get("proposed")
-        if oc and oc["pass_healthy"] < 0.8 and oc["reachable_threshold"] == oc["reachable_threshold"]:
+        reach = oc["reachable_threshold"] if oc else None
+        if oc and oc["pass_healthy"] < 0.8 and not (reach is not None and reach == reach and reach > 0):
+            text.append(f"  # {name} kept, FLAGGED: a healthy instrument with the pilot's noise passes it only "
+                        f"{oc['pass_healthy']:.0%} of the time at {proposed} items, and no positive threshold is "
+                        "reachable: more items, or a gate that fits this instrument")
+        elif oc and oc["pass_healthy"] < 0.8:
             new = min(gate["threshold"], oc["reachable_threshold"])
             text.append(f"  # {name}.threshold {gate['threshold']:g} -> {new:g}: a healthy instrument with the pilot's noise "
                         f"passes {gate['threshold']:g} only {oc['pass_healthy']:.0%} of the time at {proposed} items; "
@@ -235,7 +287,8 @@ def _plots(document: dict[str, Any], folder: Path) -> dict[str, str]:
     for ax, name in zip(axes[0], names):
         b = document["benchmarks"][name]
         rows = comparisons[comparisons["benchmark"] == name] if len(comparisons) else comparisons
-        needed = sorted(v if v is not None else math.inf for v in rows["items_needed"]) if len(rows) else []
+        defined = rows[rows["sigma"].notna()] if len(rows) else rows  # as the table counts them
+        needed = sorted(v if v is not None and v == v else math.inf for v in defined["items_needed"]) if len(defined) else []
         n = np.arange(1, b["subset_size"] + 1)
         ax.step(n, [np.mean([x <= k for x in needed]) if needed else 0 for k in n], where="post")
         ax.axhline(document["target_share"], color="grey", linestyle="--")
@@ -293,19 +346,18 @@ def _html(document: dict[str, Any], tables: dict[str, pd.DataFrame], plots: dict
 
 
 FIGURES = ("detection_limit.png", "items_needed.png")
-REPORT_FILES = ("design.json", "grid.proposed.yaml", "report.md", "report.html", *FIGURES)
+DESIGN = "design.json"
+REPORT_FILES = (DESIGN, "grid.proposed.yaml", "report.md", "report.html", *FIGURES)
 """What :func:`write_report` writes beside ``run/`` (and ``pilot.json``)."""
 
 
 def write_report(out: Path, grid: GridConfig, document: dict[str, Any]) -> list[str]:
     """Write the derived files into ``out``, each replaced whole. ``pilot.json`` is written first,
     naming them, so a kill part-way leaves only files a rerun may replace."""
-    marker = {"format": PILOT_FORMAT, "pilot_plan_sha256": document["pilot_plan_sha256"],
-              "grid_plan_sha256": document["grid_plan_sha256"], "files": sorted(REPORT_FILES)}
-    replace_file(out / PILOT_MARKER, (json.dumps(marker, indent=1) + "\n").encode())
+    mark_pilot_folder(out, document)
     tables = design_tables(document)
     plots = _plots(document, out)
-    files = {"design.json": json.dumps(document, indent=1, default=str) + "\n",
+    files = {DESIGN: json.dumps(document, indent=1, default=str) + "\n",
              "grid.proposed.yaml": proposal(grid, document), "report.md": _markdown(document, tables, plots),
              "report.html": _html(document, tables, plots)}
     for name, content in files.items():

@@ -40,6 +40,10 @@ __all__ = ["ENTRIES", "PREREG", "adopt", "check_run", "describe", "freeze", "rea
 ENTRIES = ("plan", "grid", "pilot", "environment")
 
 
+def _time(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text)
+
+
 def freeze(folder: Path, frozen: dict[str, Any], *, grid_source: str, grid_text: str,
            pilot: dict[str, Any] | None) -> str:
     """Write the record into ``folder`` (new or empty: a preregistration is never replaced); its
@@ -79,10 +83,19 @@ def read(path: Path) -> dict[str, Any]:
     problems = verify_journal(path, anchor, ENTRIES)
     if problems or len(lines) != len(ENTRIES) + 1:
         raise ConfigError(f"{path} does not verify ({problems[0] if problems else 'incomplete'})", fix)
-    bodies = {entry["key"]: entry["body"] for entry in lines[1:]}
-    return {"plan_sha256": anchor, "utc": bodies["environment"]["utc"], "record_sha256": lines[-1]["sha256"],
-            "plan": bodies["plan"]["plan"], "grid": bodies["grid"], "pilot": bodies["pilot"]["pilot"],
-            "versions": bodies["environment"]["versions"], "bytes": raw}
+    try:
+        bodies = {entry["key"]: entry["body"] for entry in lines[1:]}
+        found = {"plan_sha256": anchor, "utc": bodies["environment"]["utc"], "record_sha256": lines[-1]["sha256"],
+                 "plan": bodies["plan"]["plan"], "grid": bodies["grid"], "pilot": bodies["pilot"]["pilot"],
+                 "versions": bodies["environment"]["versions"], "bytes": raw}
+        when = _time(found["utc"])
+        assert isinstance(found["plan"], dict) and found["plan"].get("plan_sha256") == anchor
+    except (KeyError, TypeError, ValueError, AssertionError):
+        raise ConfigError(f"{path} is not a preregistration record (its entries are not what `plan --freeze` writes)",
+                          fix) from None
+    if when.tzinfo is None:
+        raise ConfigError(f"{path} gives its time without a time zone ({found['utc']})", fix)
+    return found
 
 
 def adopt(folder: Path, frozen: dict[str, Any]) -> dict[str, Any]:
@@ -114,8 +127,6 @@ def check_run(out: Path, frozen: dict[str, Any], first_utc: str | None) -> list[
     return problems
 
 
-def _time(text: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(text)
 
 
 def status(out: Path, first_utc: str | None) -> dict[str, Any]:

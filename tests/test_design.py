@@ -221,3 +221,57 @@ def test_the_proposal_is_the_users_grid_with_each_change_and_its_reason() -> Non
             "gates": {"repeat": {"cells": 4, "frozen": True, "note": "", "grid": {**oc, "pass_healthy": 1.0},
                                  "proposed": {**oc, "pass_healthy": 1.0}}}}
     assert plan(build_grid(yaml.safe_load(proposal(grid, kept))))["plan_sha256"] == plan(grid)["plan_sha256"]
+
+
+def test_one_limit_serves_every_benchmark_capped_by_the_smallest_subset() -> None:
+    from safetyrepro.adapters.pilot import propose_limit
+
+    per = {"bbq": {"items_for_share": 150, "subset_size": 200}, "xstest": {"items_for_share": 300, "subset_size": 432},
+           "toxigen": {"items_for_share": None, "subset_size": 200}}
+    assert propose_limit(per, 30) == (200, ["xstest"])  # a limit above bbq's 200 items would be refused
+    assert propose_limit({"bbq": {"items_for_share": 90, "subset_size": 200}}, 30) == (90, [])
+    assert propose_limit({"bbq": {"items_for_share": None, "subset_size": 200}}, 30) == (30, [])
+    assert propose_limit({"bbq": {"items_for_share": None, "subset_size": 200}}, None) == (None, [])
+
+
+def test_a_gate_with_no_positive_reachable_threshold_is_kept_and_flagged() -> None:
+    import yaml
+
+    from safetyrepro.adapters.grid import build_grid
+    from safetyrepro.adapters.pilotreport import design_tables, proposal
+
+    oc = {"threshold": 0.9, "n_items": {"bbq": 30}, "simulations": 100, "degrade": 0.2, "pass_healthy": 0.0,
+          "pass_degraded": 0.0, "reachable_threshold": -0.21, "statistic_median": 0.1}
+    document = _document({}, {"repeat": {"cells": 4, "frozen": True, "note": "", "grid": oc, "proposed": oc}})
+    text = proposal(_grid(), document)
+    assert build_grid(yaml.safe_load(text)).gates.repeat.threshold == 0.9
+    assert "# repeat kept, FLAGGED:" in text and "no positive threshold is reachable" in text
+    assert set(design_tables(document)["gates"]["flag"]) == {"CANNOT PASS when healthy"}
+
+
+def test_a_stratum_of_one_item_gives_no_spread() -> None:
+    strata = np.array(["safe", "safe", "safe", "unsafe"])
+    statistic = paired_statistic("higher", None, strata)
+    a, b = np.array([1, 0, 1, 1], dtype=float), np.array([0, 0, 1, 0], dtype=float)
+    assert math.isnan(jackknife_sigma(a, b, statistic, strata))
+    assert not math.isnan(jackknife_sigma(a, b, MEAN))  # the same items, unstratified
+
+
+def test_the_pilot_folder_accepts_what_the_pilot_and_its_run_leave_and_nothing_else(tmp_path) -> None:
+    from safetyrepro.adapters.errors import ConfigError
+    from safetyrepro.adapters.pilotreport import check_pilot_folder, mark_pilot_folder
+
+    out = tmp_path / "p"
+    mark_pilot_folder(out)
+    (out / "report.md").write_text("old report")
+    (out / ".run.overwrite-0123456789abcdef").mkdir()  # a killed `--overwrite` of the pilot run
+    (out / ".run.publish").write_text("{}")  # an interrupted publish's journal
+    check_pilot_folder(out)
+    for name in ("notes.txt", ".other.overwrite-0123456789abcdef"):
+        (out / name).mkdir() if name.startswith(".") else (out / name).write_text("mine")
+        with pytest.raises(ConfigError, match="a pilot did not write"):
+            check_pilot_folder(out)
+        (out / name).rmdir() if name.startswith(".") else (out / name).unlink()
+    (out / "pilot.json").write_text('{"format": "something else"}')
+    with pytest.raises(ConfigError, match="pilot.json"):
+        check_pilot_folder(out)

@@ -86,9 +86,10 @@ def test_the_report_predicts_the_outcome_at_the_grids_size_and_proposes_a_size(p
     for name, b in design["benchmarks"].items():
         assert b["family"] == 3 * 4  # three pairs x the grid's four distinct configurations
         assert b["subset_size"] >= 100
-        if b["resolvable"]["grid"] == 0:
-            assert f'{name}: at 6 items per cell, 0 of {b["comparisons"]} comparisons resolvable' in stdout
-            assert 'the run would say "cannot tell"' in stdout
+        # At 6 items no comparison can be resolved: an exact test over 12 comparisons needs 9 discordant items.
+        assert b["resolvable"]["grid"] == 0 and b["effective"]["grid"]["pairs"] == 0
+        assert (f'{name}: at 6 items per cell, 0 of {b["comparisons"]} comparisons resolvable' in stdout
+                and 'the run would say "cannot tell"' in stdout)
         need = b["items_for_share"]
         assert need is None or need >= math.log2(2 * 12 / 0.05)  # never fewer than an exact test needs
         # the effective denominator, recounted from the comparisons
@@ -123,6 +124,15 @@ def test_a_rerun_resumes_and_a_foreign_file_is_never_touched(pilot: Path) -> Non
     proc = cli("pilot", "grid.yaml", "--out", "p", "--items", "7", cwd=pilot)  # another pilot plan
     assert proc.returncode == 2 and "another plan" in proc.stderr
     assert (pilot / "p" / "run" / "events.jsonl").read_bytes() == before
+    # A pilot.json the pilot did not write, and a grid run no pilot wrote, are never replaced.
+    other = pilot / "other"
+    shutil.copytree(pilot / "p" / "run", other / "run")
+    (other / "pilot.json").write_text('{"mine": true}')
+    for extra in ([], ["--overwrite"]):
+        proc = cli("pilot", "grid.yaml", "--out", "other", "--items", "7", *extra, cwd=pilot)
+        assert proc.returncode == 2 and "pilot.json" in proc.stderr and "run/ (not a pilot's grid run)" in proc.stderr
+    assert (other / "pilot.json").read_text() == '{"mine": true}'
+    assert (other / "run" / "events.jsonl").read_bytes() == before
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +185,49 @@ def test_a_changed_plan_is_refused_and_a_record_is_never_replaced(prereg: Path) 
     assert cli("stats", prereg / "plain", "--n-resamples", "50").stdout.count("preregistration: not preregistered") == 1
 
 
+def test_a_run_keeps_the_record_it_began_with(prereg: Path) -> None:
+    # A second record of the same plan: another time, so another chain.
+    assert cli("plan", "tiny.yaml", "--freeze", "record2", cwd=prereg).returncode == 0
+    proc = cli("grid", "tiny.yaml", "--out", "run", "--prereg", "record2", cwd=prereg)
+    assert proc.returncode == 2 and "not run under the preregistration given" in proc.stderr
+    unfinished = prereg / "unfinished"
+    shutil.copytree(prereg / "run", unfinished)
+    shutil.rmtree(unfinished / "report", ignore_errors=True)
+    (unfinished / "manifest.json").unlink()
+    before = (unfinished / "events.jsonl").read_bytes()
+    proc = cli("grid", "tiny.yaml", "--out", "unfinished", "--prereg", "record2", cwd=prereg)
+    assert proc.returncode == 2 and "began under another preregistration record" in proc.stderr
+    assert (unfinished / "events.jsonl").read_bytes() == before
+    # Requests logged without a record: it cannot be adopted part-way.
+    plain = prereg / "plain-unfinished"
+    shutil.copytree(prereg / "run", plain)
+    shutil.rmtree(plain / "report", ignore_errors=True)
+    for name in ("manifest.json", "prereg.jsonl"):
+        (plain / name).unlink()
+    proc = cli("grid", "tiny.yaml", "--out", "plain-unfinished", "--prereg", "record", cwd=prereg)
+    assert proc.returncode == 2 and "began without a preregistration record" in proc.stderr
+    assert not (plain / "prereg.jsonl").exists()
+    # Resumed without --prereg, a preregistered run finishes under its own record.
+    proc = cli("grid", "tiny.yaml", "--out", "unfinished", cwd=prereg)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert cli("verify", unfinished).returncode == 0
+
+
 def test_verify_checks_the_record_a_run_carries(prereg: Path) -> None:
+    import hashlib
+
+    # Another valid record of the same plan swapped in, the manifest re-hashed: the log's anchor names
+    # the record it began with, so the swap is caught.
+    swapped = prereg / "swapped"
+    shutil.copytree(prereg / "run", swapped)
+    shutil.rmtree(swapped / "report", ignore_errors=True)
+    assert cli("plan", "tiny.yaml", "--freeze", "record3", cwd=prereg).returncode == 0
+    shutil.copyfile(prereg / "record3" / "prereg.jsonl", swapped / "prereg.jsonl")
+    manifest = json.loads((swapped / "manifest.json").read_text())
+    manifest["files"]["prereg.jsonl"] = hashlib.sha256((swapped / "prereg.jsonl").read_bytes()).hexdigest()
+    (swapped / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    proc = cli("verify", swapped)
+    assert proc.returncode == 1 and "events.jsonl" in proc.stdout
     work = prereg / "tampered"
     shutil.copytree(prereg / "run", work)
     shutil.rmtree(work / "report", ignore_errors=True)
