@@ -10,7 +10,16 @@ Runs the same grid three ways on the same model and items and prints ratios:
     through the same compute (shared context states, generations batched by budget and
     decoding kind) without planning, logging or results: what (b) costs beyond the model's work.
 
-Targets (issue 11): (a)/(b) >= 10 and (c)/(b) >= 0.7.
+(d) the physical bound: the tokens the grid must forward -- the unique positions of a prefix trie
+    over every context (token ids, after the chat template), each candidate's tokens but its last
+    (its probability is read from the position before) and each generation's tokens but its last,
+    all as paths from their context -- divided by this machine's forward throughput for the model,
+    measured in the same run (a large batched forward, best of three). Beside it, the *waste*: the
+    share of the tokens the engine forwards (every unique context computed alone, cot contexts
+    extended from their generation's, candidates and generations on top) that are not unique
+    trie positions.
+
+Targets (issue 11): (a)/(b) >= 10 and (c)/(b) >= 0.7; (issue 30) (a)/(b) >= 30 and (d)/(b) >= 0.5.
 
     .venv/bin/python benchmarks/grid_speed.py                       # the mini preset (72 cells, 8 items)
     .venv/bin/python benchmarks/grid_speed.py --limit 2 --max-new-tokens 16 --sample-cells 6
@@ -84,6 +93,11 @@ def main() -> None:
                               r.continuation or "") for r in scored], [r.context if r.after else None for r in scored])
     c = time.perf_counter() - started
 
+    # (d) the physical bound, and the waste
+    unique, forwarded = forward_tokens(lm, prepared, outputs)
+    rate = throughput(lm)
+    d = unique / rate
+
     # (a) one lm_eval CLI call per cell
     chosen = cells if not args.sample_cells else [cells[round(i * (len(cells) - 1) / max(args.sample_cells - 1, 1))]
                                                   for i in range(args.sample_cells)]
@@ -111,9 +125,66 @@ def main() -> None:
                                                    if len(chosen) < len(cells) else ""))
     print(f"(b) safetyrepro grid: {b:8.1f} s")
     print(f"(c) lower bound:      {c:8.1f} s")
-    print(f"(a)/(b) = {a / b:.1f}  (target >= 10)")
+    print(f"(d) physical bound:   {d:8.1f} s  ({unique:,} unique tokens at {rate:,.0f} tokens/s forward throughput)")
+    print(f"(a)/(b) = {a / b:.1f}  (targets >= 10, issue 30: >= 30)")
     print(f"(c)/(b) = {c / b:.2f}  (target >= 0.7)")
+    print(f"(d)/(b) = {d / b:.3f}  (issue 30 target >= 0.5)")
+    print(f"waste: {1 - unique / forwarded:.1%} of the {forwarded:,} tokens the engine forwards are not unique "
+          "trie positions")
     print(f"work folder: {work}  (commands: {shlex.quote(str(work / 'grid.yaml'))})")
+
+
+def forward_tokens(lm, prepared, outputs: dict[str, str]) -> tuple[int, int]:  # noqa: ANN001 - a script
+    """(unique prefix-trie positions, tokens the engine forwards) over the grid's unique requests."""
+    from safetyrepro.adapters.scoring import logprob_context
+
+    trie: dict[int, dict] = {}
+    unique = 0
+
+    def insert(ids: list[int]) -> None:
+        nonlocal unique
+        node = trie
+        for token in ids:
+            if token not in node:
+                node[token] = {}
+                unique += 1
+            node = node[token]
+
+    contexts: dict[str, int] = {}  # every unique context the engine computes a state for, by its length
+    forwarded = 0
+    for key in prepared.keys:
+        r = prepared.requests[key]
+        if r.kind == "generate":
+            context_ids, generated = lm.formatter.encode_pair(r.context, outputs[key])
+            insert(context_ids + generated[:-1])
+            contexts.setdefault(r.context, len(context_ids))
+            forwarded += max(len(generated) - 1, 0)
+        else:
+            context = logprob_context(r.context, outputs[r.after]) if r.after else r.context
+            context_ids, candidate = lm.formatter.encode_pair(context, r.continuation or "")
+            insert(context_ids + candidate[:-1])
+            if context not in contexts:
+                # a cot context extends its generation's state: only the reasoning is forwarded again
+                base = len(lm.formatter.encode(r.context)) if r.after else 0
+                contexts[context] = len(context_ids) - base
+            forwarded += max(len(candidate) - 1, 0)
+    return unique, forwarded + sum(contexts.values())
+
+
+def throughput(lm, batch: int = 8, length: int = 512, repeats: int = 3) -> float:  # noqa: ANN001 - a script
+    """Tokens per second of one large batched forward of the model (best of ``repeats``)."""
+    import torch
+
+    model = lm.model
+    ids = torch.randint(0, model.config.vocab_size, (batch, length), generator=torch.Generator().manual_seed(0))
+    best = float("inf")
+    with torch.no_grad():
+        model(input_ids=ids[:1, :16])  # warm-up
+        for _ in range(repeats):
+            started = time.perf_counter()
+            model(input_ids=ids)
+            best = min(best, time.perf_counter() - started)
+    return batch * length / best
 
 
 if __name__ == "__main__":
