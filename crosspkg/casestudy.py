@@ -80,6 +80,12 @@ def _fmt(value: float, signed: bool = False) -> str:
     return f"{value:+.3f}" if signed else f"{value:.3f}"
 
 
+def _percent(share: float) -> str:
+    """A signed share as a whole percent; a step that moved nothing is 0%, not "-0%" (a zero delta
+    over a negative total)."""
+    return f"{share:.0%}" if round(share * 100) != 0 else "0%"
+
+
 def case_study_table(rows: list[dict[str, Any]], scoring: str, other: str | None) -> list[list[str]]:
     """The report's opening table: one line per benchmark."""
     head = ["benchmark", "metric", "largest native gap", "between"]
@@ -96,7 +102,7 @@ def case_study_table(rows: list[dict[str, Any]], scoring: str, other: str | None
             line.append(", ".join(f"{h} {_fmt(g, True)}" for h, g in row["path_gap"].items()) or "n/a")
         shares = []
         for label, f in row["factors"].items():
-            parts = ", ".join(f"{step} {_fmt(v['delta'], True)} ({v['share']:.0%})" if v["share"] == v["share"]
+            parts = ", ".join(f"{step} {_fmt(v['delta'], True)} ({_percent(v['share'])})" if v["share"] == v["share"]
                               else f"{step} {_fmt(v['delta'], True)}" for step, v in f["steps"].items())
             shares.append(f"{label}: total {_fmt(f['total'], True)} = {parts}")
         line.append("; ".join(shares) or "no ladder")

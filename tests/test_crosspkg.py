@@ -308,3 +308,14 @@ def test_helm_ladder_recomputes_bbq_letter_tags_for_the_core_order() -> None:
     assert all(r.tags[-4:] == ["B", "C", "B", "A"] for r in swapped.references)
     with pytest.raises(ValueError, match="not HELM's"):
         _bbq_tags(instance, ["Unknown", "The grandson", "The grandfather"], gold=1)
+
+
+def test_a_step_that_moved_nothing_is_zero_percent_not_minus_zero() -> None:
+    from crosspkg.casestudy import case_study_table
+
+    row = {"benchmark": "bbq", "metric": "accuracy", "native_gap": 0.02, "native_between": ["a", "b"],
+           "native": {"lm_eval/native": 0.34}, "path_gap": {},
+           "factors": {"lm_eval-native": {"total": -0.04, "steps": {"prompt": {"delta": -0.04, "share": 1.0},
+                                                                    "candidates": {"delta": 0.0, "share": -0.0}}}}}
+    [_, line] = case_study_table([row], "logprob", None)
+    assert line[-1] == "lm_eval-native: total -0.040 = prompt -0.040 (100%), candidates +0.000 (0%)"
