@@ -24,7 +24,7 @@ benchmark's primary metric (its declared direction, e.g. CrowS-Pairs' target 50)
 Result format (``stats.json``, stable, ``safetyrepro-stats/2``): ``{"format", "plan_sha256",
 "manifest_sha256", "n_resamples", "seed", "alpha", "multiplicity", "gates": {...}
 (:func:`gates_summary`), "preregistration": {"preregistered", "utc", "plan_sha256", "record_sha256",
-"first_request_utc", "pilot"} (:func:`.card.preregistration`), "benchmarks": {benchmark: {"metric", "direction", "target",
+"first_request_utc", "pilot"} (``GridResults.preregistration``), "benchmarks": {benchmark: {"metric", "direction", "target",
 "item_outcome", "tiers": {tier: {"n_configs", "n_configs_raw", "duplicates": [{"config",
 "same_measurement_as"}], "unscored": [{"cell_id", "model", "config", "reason"}], "models", "factors", "flips": [row], "orderings": [row],
 "possible_orderings", "reachable_orderings", "distinct_orderings", "tau": {...}, "borda": [row],
@@ -50,7 +50,6 @@ from .attribution import attribution_table
 from .errors import ConfigError
 from .gridresults import GridResults
 from .benchmarks.base import score_outcomes
-from .card import preregistration
 from .inference import ALPHA, adjust, compare, resamples_for
 from .instrument import primary_score
 from .stats import FACTORS, borda, complete_configs, goodness, orderings, pairwise_flips, rank_consistency
@@ -123,6 +122,22 @@ class BenchmarkStats:
     """What the variance attribution's response is (the benchmark's ``item_outcome_note``)."""
 
 
+def item_outcomes(bench: Any, records: list[Any]) -> tuple[np.ndarray, np.ndarray | None]:
+    """A cell's per-item outcomes (``Benchmark.item_outcome``; NaN: the item does not count) and
+    their strata (``outcome_stratum``; None where the metric is a plain mean)."""
+    values = np.array([math.nan if (v := bench.item_outcome(r)) is None else v for r in records], dtype=float)
+    labels = [bench.outcome_stratum(r) for r in records]
+    return values, None if all(x is None for x in labels) else np.array([str(x) for x in labels])
+
+
+def paired_difference(a: np.ndarray, b: np.ndarray, strata: np.ndarray | None, direction: str,
+                      target: float | None) -> np.ndarray:
+    """Goodness of A minus goodness of B on the primary metric from per-item outcomes (vectorised
+    over leading axes, each row a resampled or reduced set of items): what every comparison tests."""
+    return goodness(score_outcomes(a, strata), direction, target) - \
+        goodness(score_outcomes(b, strata), direction, target)  # type: ignore[arg-type]
+
+
 class PairedNoise:
     """Each comparison's paired test (:mod:`.inference`) and bootstrap interval, from the cells'
     per-item outcomes (``Benchmark.item_outcome``; the primary metric from them is checked
@@ -149,13 +164,10 @@ class PairedNoise:
         if [r.item_id for r in a] != [r.item_id for r in b]:
             raise ConfigError(f"cells {cell_a} and {cell_b} were scored on different items",
                               "compare cells of one grid run (same benchmark, same limit)")
-        xa, xb = (np.array([math.nan if (v := bench.item_outcome(r)) is None else v for r in rs]) for rs in (a, b))
-        labels = [bench.outcome_stratum(r) for r in a]
-        strata = None if all(x is None for x in labels) else np.array([str(x) for x in labels])
+        (xa, strata), (xb, _) = item_outcomes(bench, a), item_outcomes(bench, b)
 
         def statistic(first: np.ndarray, second: np.ndarray, rows: np.ndarray | None = strata) -> np.ndarray:
-            return goodness(score_outcomes(first, rows), direction, target) - \
-                goodness(score_outcomes(second, rows), direction, target)
+            return paired_difference(first, second, rows, direction, target)
 
         binary = bool(np.isin(np.concatenate([xa, xb]), (0.0, 1.0)).all())
         found = compare(xa, xb, statistic, seed=self.seed, n_resamples=resamples,
@@ -363,7 +375,7 @@ def to_json(stats: dict[str, BenchmarkStats], results: GridResults, *, n_resampl
     return {"format": STATS_FORMAT, "plan_sha256": results.frozen["plan_sha256"],
             "manifest_sha256": _manifest_sha(results), "n_resamples": n_resamples, "seed": seed, "alpha": ALPHA,
             "multiplicity": multiplicity, "gates": gates_summary(results),
-            "preregistration": preregistration(results), "benchmarks": benchmarks}
+            "preregistration": results.preregistration(), "benchmarks": benchmarks}
 
 
 def gates_summary(results: GridResults) -> dict[str, Any]:

@@ -126,15 +126,6 @@ class GridCard(BaseModel):
     ``verify`` checked) or "not preregistered"."""
 
 
-def preregistration(results: GridResults) -> dict[str, Any]:
-    """What the run says of its preregistration (:func:`.prereg.status`; the log's first request
-    is the time it must precede)."""
-    from .prereg import status
-
-    first = min((body["utc"] for body in results.events.values()), default=None)
-    return status(results.folder, first)
-
-
 def template_sha256(results: GridResults, cell_id: str) -> str:
     from . import _registry
     from .prompts import benchmark_blocks
@@ -184,7 +175,7 @@ def card(results: GridResults, cell_id: str) -> GridCard:
         seed=config.seed, config_sha256=cell["config_sha256"], plan_sha256=results.frozen["plan_sha256"],
         log_sha256=results.log_sha256,
         requests=len(keys), requests_utc=[min(b["utc"] for b in bodies), max(b["utc"] for b in bodies)],
-        preregistration=describe(preregistration(results)))
+        preregistration=describe(results.preregistration()))
 
 
 def to_yaml(grid_card: GridCard) -> str:

@@ -57,6 +57,16 @@ def grid_from_args(grid_file: Path | None, preset: str | None, models: str | Non
     return grid_preset(preset, grid_models)  # type: ignore[arg-type]
 
 
+def with_endpoints(grid: Any, endpoints: Path | None) -> Any:
+    """The grid with the models an ``--endpoints`` file names answered by those servers (another plan)."""
+    if endpoints is None:
+        return grid
+    from .config import load_config_file
+    from .grid import on_endpoints
+
+    return on_endpoints(grid, load_config_file(endpoints), source=str(endpoints))
+
+
 def plan_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models = None,
              quantization: Quantization = "none",
              out: Annotated[Optional[Path], typer.Option(help="Write the frozen plan (plan.json) here.")] = None,
@@ -94,11 +104,7 @@ def plan_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
         if freeze.is_dir() and any(freeze.iterdir()):
             raise ConfigError(f"--freeze {freeze} is not empty",
                               "choose a new folder: a preregistration is written once and never replaced")
-    if endpoints is not None:
-        from .config import load_config_file
-        from .grid import on_endpoints
-
-        grid = on_endpoints(grid, load_config_file(endpoints), source=str(endpoints))
+    grid = with_endpoints(grid, endpoints)
     frozen = plan(grid)
     cells = frozen["cells"]
     table = Table(title=f"plan {frozen['plan_sha256'][:16]}: {len(cells)} cells", title_justify="left")
@@ -167,11 +173,7 @@ def grid_cmd(grid_file: GridFile = None, preset: Preset = None, models: Models =
 
         preflight(grid, address)
         run_on = functools.partial(on_ray, address=address, workers=workers, threads=threads or 1)
-    if endpoints is not None:
-        from .config import load_config_file
-        from .grid import on_endpoints
-
-        grid = on_endpoints(grid, load_config_file(endpoints), source=str(endpoints))
+    grid = with_endpoints(grid, endpoints)
     record = None
     if prereg is not None:
         from .grid import plan

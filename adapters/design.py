@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .analysis import paired_difference
 from .benchmarks.base import score_outcomes
 from .instrument import median, ordering, spearman, verdict
 from .stats import goodness
@@ -61,11 +62,9 @@ LEVEL = 0.95
 
 def paired_statistic(direction: str, target: float | None,
                      strata: np.ndarray | None) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """Goodness of A minus goodness of B from per-item outcomes (vectorised over leading axes; an
-    item whose outcome is NaN does not count), as the statistics compare two cells."""
-    def statistic(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return goodness(score_outcomes(a, strata), direction, target) - goodness(score_outcomes(b, strata), direction, target)  # type: ignore[arg-type]
-    return statistic
+    """The statistics' paired difference (:func:`.analysis.paired_difference`) with its strata and
+    direction fixed: a function of the two cells' outcomes alone."""
+    return lambda a, b: paired_difference(a, b, strata, direction, target)
 
 
 def jackknife_sigma(a: np.ndarray, b: np.ndarray, statistic: Callable[[np.ndarray, np.ndarray], np.ndarray],

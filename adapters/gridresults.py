@@ -37,6 +37,7 @@ class GridResults:
     log_sha256: str
     """The log's final chain hash: with the plan hash, the run's anchor (``verify --expect``)."""
     _records: dict[str, list[ItemRecord]] = field(default_factory=dict)
+    _prereg: dict[str, Any] | None = None
 
     @classmethod
     def load(cls, folder: Path, prepared: GridPlan | None = None) -> GridResults:
@@ -82,6 +83,16 @@ class GridResults:
         """A repeated cell's second measurement (the repeat gate's ``cells/<id>/repeat/``)."""
         path = self.folder / "cells" / self.cell(cell_id)["cell_id"] / REPEAT_FOLDER / "records.jsonl"
         return [ItemRecord.model_validate_json(line) for line in path.read_text().splitlines()]
+
+    def preregistration(self) -> dict[str, Any]:
+        """What the run says of its preregistration (:func:`.prereg.status`, against the log's
+        earliest request), read once: every GRID card and ``stats`` ask."""
+        from .prereg import status
+
+        if self._prereg is None:
+            first = min((body["utc"] for body in self.events.values()), default=None)
+            self._prereg = status(self.folder, first)
+        return self._prereg
 
     def primary(self) -> pd.DataFrame:
         """One row per cell: the benchmark's primary metric as ``score`` (with its CI), every factor a column."""

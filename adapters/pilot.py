@@ -40,11 +40,11 @@ import numpy as np
 import pandas as pd
 
 from . import _registry
-from .analysis import distinct_configurations
+from .analysis import distinct_configurations, item_outcomes
 from .design import (ALPHA, Measured, comparisons_frame, detection_limit, gate_oc, items_for_share, jackknife_sigma,
                      paired_statistic, repeat_rule, replay_rule, resolvable_share)
 from .errors import ConfigError
-from .grid import CONFIG_KEYS, GridConfig, build_grid, plan, repeated
+from .grid import CONFIG_KEYS, GridConfig, RepeatGate, build_grid, plan, repeated
 from .gridresults import GridResults
 from .instrument import config_name, config_of, item_score
 from .records import ItemRecord
@@ -98,7 +98,8 @@ def pilot_grid(grid: GridConfig, *, share: float, items: int, seed: int,
     data.update({"benchmarks": levels["benchmark"], "templates": levels["template"], "scorings": levels["scoring"],
                  "fewshots": levels["fewshot"], "decodings": levels["decoding"], "exclusions": exclusions,
                  "limit": items,
-                 "gates": {"repeat": {"configs": [], "threshold": grid.gates.repeat.threshold if grid.gates and grid.gates.repeat else 0.9},
+                 "gates": {"repeat": {"configs": [], "threshold": (grid.gates.repeat if grid.gates and grid.gates.repeat
+                                                                   else RepeatGate()).threshold},
                            "replay": ({"share": 1.0, "threshold": grid.gates.replay.threshold}  # type: ignore[union-attr]
                                       if replay else None)}})
     return build_grid(data, source="the pilot grid"), names
@@ -135,15 +136,11 @@ def run_pilot(grid: GridConfig, run_folder: Path, *, share: float, items: int, s
 # ---- what the pilot measured ----------------------------------------------------------------------
 
 def _arrays(bench: Any, records: list[ItemRecord]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    outcomes = np.array([math.nan if (v := bench.item_outcome(r)) is None else v for r in records], dtype=float)
+    """Per-item outcomes (as the statistics read them), scores and predictions (-1: unparsed)."""
+    outcomes, _ = item_outcomes(bench, records)
     scores = np.array([item_score(r) for r in records], dtype=float)
     predictions = np.array([-1 if r.prediction is None else r.prediction for r in records])
     return outcomes, scores, predictions
-
-
-def _strata(bench: Any, records: list[ItemRecord]) -> np.ndarray | None:
-    labels = [bench.outcome_stratum(r) for r in records]
-    return None if all(x is None for x in labels) else np.array([str(x) for x in labels])
 
 
 def _comparisons(results: GridResults) -> list[dict[str, Any]]:
@@ -157,8 +154,7 @@ def _comparisons(results: GridResults) -> list[dict[str, Any]]:
         for i, a in enumerate(models):
             for b in models[i + 1:]:
                 ra, rb = results.records(by_model[a]), results.records(by_model[b])
-                (xa, _, _), (xb, _, _) = _arrays(bench, ra), _arrays(bench, rb)
-                strata = _strata(bench, ra)
+                (xa, strata), (xb, _) = item_outcomes(bench, ra), item_outcomes(bench, rb)
                 statistic = paired_statistic(spec.direction, spec.target, strata)
                 same = (xa == xb) | (np.isnan(xa) & np.isnan(xb))
                 rows.append({"benchmark": benchmark, "config": config_name((benchmark, *rest)), "pair": f"{a} vs {b}",
@@ -178,16 +174,16 @@ def _measured(results: GridResults, second: dict[str, list[ItemRecord]]) -> list
         first = results.records(cell["cell_id"])
         (o1, s1, p1), (o2, s2, p2) = _arrays(bench, first), _arrays(bench, second[cell["cell_id"]])
         out.append(Measured(cell["benchmark"], config_name(config_of(cell)), cell["model"], (s1, s2), (o1, o2),
-                            (p1, p2), _strata(bench, first), spec.direction, spec.target))
+                            (p1, p2), item_outcomes(bench, first)[1], spec.direction, spec.target))
     return out
 
 
-def _family(grid: GridConfig) -> dict[str, int]:
+def _family(grid: GridConfig, frozen: dict[str, Any]) -> dict[str, int]:
     """Comparisons per benchmark in the grid's own statistics (grid tier: distinct configurations
     x model pairs): the family the multiplicity control spreads alpha over -- an upper bound, since
     the statistics leave comparisons that cannot reach the level out of it (Tarone), so sizing on
     it is conservative."""
-    distinct = _distinct(plan(grid))
+    distinct = _distinct(frozen)
     pairs = math.comb(len(grid.models), 2)
     return {b: max(1, pairs * len(g.drop_duplicates(list(FACTORS)))) for b, g in distinct.groupby("benchmark")}
 
@@ -206,7 +202,8 @@ def design(results: GridResults, grid: GridConfig, *, share: float, items: int, 
     from .gates import noise_floor, repeat_gate
     from .replay import replayed_records
 
-    family = _family(grid)
+    frozen = plan(grid)  # the grid the pilot designs for, planned once
+    family = _family(grid, frozen)
     frame = comparisons_frame(_comparisons(results), family=family, power=power)
     subset = {cell["benchmark"]: len(results.requests(cell["cell_id"]).prepared.manifest.eval_ids)
               for cell in results.cells}
@@ -246,10 +243,10 @@ def design(results: GridResults, grid: GridConfig, *, share: float, items: int, 
                                                 for r in defined.itertuples()), 2) if len(defined) else 0.0
                                   for k in ("grid", "proposed")}
     return {"format": DESIGN_FORMAT, "pilot_plan_sha256": results.frozen["plan_sha256"],
-            "grid_plan_sha256": plan(grid)["plan_sha256"], "share": share, "items": items, "seed": seed,
+            "grid_plan_sha256": frozen["plan_sha256"], "share": share, "items": items, "seed": seed,
             "target_share": target_share, "power": power, "alpha": ALPHA, "degrade": degrade, "simulations": simulations,
             "benchmarks": per, "grid_limit": grid_limit, "proposed_limit": proposed, "short_of_target": short,
-            "gates": _gates(results, grid, repeats_second={c: results.repeat_records(c) for c in repeats["cell_id"]}
+            "gates": _gates(results, grid, frozen, repeats_second={c: results.repeat_records(c) for c in repeats["cell_id"]}
                             if len(repeats) else {}, replay_second=replayed_records(results) if results.prepared.grid.gates.replay else {},  # type: ignore[union-attr]
                             sizes={k: {b: p["sizes"][k] for b, p in per.items()} for k in ("grid", "proposed")},
                             degrade=degrade, simulations=simulations, seed=seed),
@@ -269,13 +266,11 @@ def propose_limit(per: dict[str, dict[str, Any]], grid_limit: int | None) -> tup
     return proposed, sorted(name for name, need in needs.items() if need > proposed)
 
 
-def _gates(results: GridResults, grid: GridConfig, *, repeats_second: dict[str, list[ItemRecord]],
+def _gates(results: GridResults, grid: GridConfig, frozen: dict[str, Any], *, repeats_second: dict[str, list[ItemRecord]],
            replay_second: dict[str, list[ItemRecord]], sizes: dict[str, dict[str, int]], degrade: float,
            simulations: int, seed: int) -> dict[str, Any]:
     """Each gate the grid froze at the grid's item count and the proposed one (where it froze no
     gates: the default repeat gate, for information)."""
-    from .grid import RepeatGate
-
     out: dict[str, Any] = {}
     for name, rule, second in (("repeat", repeat_rule, repeats_second), ("replay", replay_rule, replay_second)):
         gate = getattr(grid.gates, name) if grid.gates else None
@@ -284,7 +279,7 @@ def _gates(results: GridResults, grid: GridConfig, *, repeats_second: dict[str, 
         cells = _measured(results, second)
         note = "" if gate else "the grid froze no gates: the default repeat gate, for information"
         if name == "repeat" and gate is not None:
-            wanted = {(cell["model"], config_name(config_of(cell))) for cell in plan(grid)["cells"] if repeated(grid, cell)}
+            wanted = {(cell["model"], config_name(config_of(cell))) for cell in frozen["cells"] if repeated(grid, cell)}
             chosen = [c for c in cells if (c.model, c.config) in wanted]
             if chosen:
                 cells = chosen

@@ -260,6 +260,7 @@ def _plots(document: dict[str, Any], folder: Path) -> dict[str, str]:
     import numpy as np
 
     from .design import half_width
+    from .statsplots import save_figure
 
     comparisons = pd.DataFrame(document["comparisons"])
     names = list(document["benchmarks"])
@@ -282,7 +283,7 @@ def _plots(document: dict[str, Any], folder: Path) -> dict[str, str]:
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("items per cell", fontsize=8)
         ax.legend(fontsize=6)
-    made["detection_limit"] = _save(fig, folder / FIGURES[0])
+    made["detection_limit"] = save_figure(fig, folder / FIGURES[0])
     fig, axes = plt.subplots(1, len(names), figsize=(3.4 * len(names), 3.2), squeeze=False, layout="constrained")
     for ax, name in zip(axes[0], names):
         b = document["benchmarks"][name]
@@ -298,20 +299,8 @@ def _plots(document: dict[str, Any], folder: Path) -> dict[str, str]:
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("items per cell", fontsize=8)
         ax.set_ylabel("share resolvable", fontsize=8)
-    made["items_needed"] = _save(fig, folder / FIGURES[1])
+    made["items_needed"] = save_figure(fig, folder / FIGURES[1])
     return made
-
-
-def _save(fig: Any, path: Path) -> str:
-    import io
-
-    import matplotlib.pyplot as plt
-
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})  # fixed metadata: same numbers, same bytes
-    plt.close(fig)
-    replace_file(path, buffer.getvalue())
-    return path.name
 
 
 def _markdown(document: dict[str, Any], tables: dict[str, pd.DataFrame], plots: dict[str, str]) -> str:

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .analysis import BenchmarkStats
 
-__all__ = ["plots"]
+__all__ = ["plots", "save_figure"]
 
 
 def plots(stats: dict[str, BenchmarkStats], folder: Path) -> dict[str, str]:
@@ -45,7 +45,7 @@ def plots(stats: dict[str, BenchmarkStats], folder: Path) -> dict[str, str]:
                     ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8)
             ax.set_title(f"{name} ({len(t.tau) and t.tau['n_configs']} configs)", fontsize=9)
         fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="rho_flip (above: raw, below: resolved differences only)")
-        made[f"flips_{tier}"] = _save(fig, folder / f"flips_{tier}.png")
+        made[f"flips_{tier}"] = save_figure(fig, folder / f"flips_{tier}.png")
 
         # Variance attribution (item level) as stacked bars, one per benchmark and analysis.
         bars = [(f"{name} ({analysis})", frame) for name in present
@@ -73,7 +73,7 @@ def plots(stats: dict[str, BenchmarkStats], folder: Path) -> dict[str, str]:
             ax.set_xlim(0, 1)
             ax.set_xlabel("share of the item-level outcome's total sum of squares (Type-II, items as replicates)")
             ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-            made[f"anova_{tier}"] = _save(fig, folder / f"anova_{tier}.png")
+            made[f"anova_{tier}"] = save_figure(fig, folder / f"anova_{tier}.png")
 
         # Noise floor vs gaps: every comparison's gap, its half-width, the benchmark's limit.
         fig, axes = plt.subplots(1, len(present), figsize=(3.4 * len(present), 3.0), squeeze=False)
@@ -89,7 +89,7 @@ def plots(stats: dict[str, BenchmarkStats], folder: Path) -> dict[str, str]:
             ax.set_title(f"{name}: {t.resolved_share:.0%} resolved", fontsize=9)
             ax.set_xlabel("noise (95% half-width)", fontsize=8)
             ax.set_ylabel("|gap| between models", fontsize=8)
-        made[f"noise_{tier}"] = _save(fig, folder / f"noise_{tier}.png")
+        made[f"noise_{tier}"] = save_figure(fig, folder / f"noise_{tier}.png")
 
         # Reachable orderings: configurations per ordering.
         fig, axes = plt.subplots(1, len(present), figsize=(3.8 * len(present), 3.2), squeeze=False)
@@ -102,7 +102,7 @@ def plots(stats: dict[str, BenchmarkStats], folder: Path) -> dict[str, str]:
             ax.set_title(f"{name}: {t.orderings.attrs.get('reachable')} of {t.orderings.attrs.get('possible')} "
                          f"strict, {t.orderings.attrs.get('distinct')} with ties", fontsize=9)
             ax.set_xlabel("configurations", fontsize=8)
-        made[f"orderings_{tier}"] = _save(fig, folder / f"orderings_{tier}.png")
+        made[f"orderings_{tier}"] = save_figure(fig, folder / f"orderings_{tier}.png")
 
     # Score spread per factor level, per benchmark (grid tier), one line per model.
     for name in names:
@@ -122,16 +122,16 @@ def plots(stats: dict[str, BenchmarkStats], folder: Path) -> dict[str, str]:
         axes[0][0].set_ylabel(f"{stats[name].metric}", fontsize=8)
         axes[0][-1].legend(fontsize=7)
         fig.suptitle(f"{name}: score per factor level", fontsize=10)
-        made[f"spread_{name}"] = _save(fig, folder / f"spread_{name}.png")
+        made[f"spread_{name}"] = save_figure(fig, folder / f"spread_{name}.png")
     return made
 
 
-def _save(fig: Any, path: Path) -> str:
+def save_figure(fig: Any, path: Path) -> str:
+    """Save and close a figure as PNG (fixed metadata: the same numbers give the same bytes); its name."""
     import matplotlib.pyplot as plt
 
     if not fig.get_constrained_layout():
         fig.tight_layout()
-    # Fixed metadata: the same statistics give the same bytes.
     fig.savefig(path, dpi=110, metadata={"Software": None})
     plt.close(fig)
     return path.name
