@@ -15,14 +15,22 @@ Runs the same grid three ways on the same model and items and prints ratios:
     (its probability is read from the position before) and each generation's tokens but its last,
     all as paths from their context -- divided by this machine's forward throughput for the model,
     measured in the same run (a large batched forward, best of three). Beside it, the *waste*: the
-    share of the tokens the engine forwards (every unique context computed alone, cot contexts
-    extended from their generation's, candidates and generations on top) that are not unique
-    trie positions.
+    share of the tokens the engine forwarded in (c) (context segments, counted by the engine,
+    recomputations after an eviction included; candidates' tokens; every row of every decoding
+    step) that are not unique trie positions.
 
-Targets (issue 11): (a)/(b) >= 10 and (c)/(b) >= 0.7; (issue 30) (a)/(b) >= 30 and (d)/(b) >= 0.5.
+(c) is timed by part (context segments, decoding steps, candidates' forwards) and (b)'s peak
+resident memory is printed. ``--baseline REF`` runs (b) a second time with the code of an earlier
+commit (a git worktree ahead of the editable install), so before and after come from one run.
+The grid's gates are left out (the model's work only).
+
+Targets (issue 11): (a)/(b) >= 10 and (c)/(b) >= 0.7; (issue 30) (a)/(b) >= 30 and (d)/(b) >= 0.5,
+peak memory <= the model + 1.5 GB.
 
     .venv/bin/python benchmarks/grid_speed.py                       # the mini preset (72 cells, 8 items)
     .venv/bin/python benchmarks/grid_speed.py --limit 2 --max-new-tokens 16 --sample-cells 6
+    .venv/bin/python benchmarks/grid_speed.py --grid examples/stats_demo_grid.yaml --limit 6 \
+        --sample-cells 6 --baseline 1d48db4                         # the demonstration grid, before/after
 """
 
 from __future__ import annotations
@@ -43,16 +51,19 @@ BIN = Path(sys.executable).parent
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--limit", type=int, default=None, help="items per cell (default: the preset's 8)")
+    parser.add_argument("--grid", type=Path, default=None, help="a grid file (default: the mini preset)")
+    parser.add_argument("--limit", type=int, default=None, help="items per cell (default: the grid's)")
     parser.add_argument("--max-new-tokens", type=int, default=None, help="generation budget of every cell")
     parser.add_argument("--sample-cells", type=int, default=0, help="(a) on K cells, scaled to all (0: every cell)")
+    parser.add_argument("--baseline", metavar="GIT_REF", default=None,
+                        help="also run (b) with the code of this commit (before/after in one run)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     from safetyrepro.adapters.grid import PRESETS, build_grid, plan
-    from safetyrepro.adapters.models.hf import weights_path
 
-    spec = {**PRESETS["mini"], "models": [{"name": "embedded"}]}
+    spec = yaml.safe_load(args.grid.read_text()) if args.grid else {**PRESETS["mini"], "models": [{"name": "embedded"}]}
+    spec.pop("gates", None)  # the model's work only: no repeat or replay askings
     if args.limit:
         spec["limit"] = args.limit
     if args.max_new_tokens:
@@ -63,79 +74,172 @@ def main() -> None:
     (work / "grid.yaml").write_text(yaml.safe_dump(spec))
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
 
-    # (b) the grid runner, from a cold process
-    started = time.perf_counter()
-    subprocess.run([str(BIN / "safetyrepro"), "grid", "grid.yaml", "--out", "g"], cwd=work, env=env, check=True,
-                   capture_output=True)
-    b = time.perf_counter() - started
+    # (b) the grid runner, from a cold process (and, with --baseline, the same at another commit)
+    b, peak = grid_process([str(BIN / "safetyrepro"), "grid", "grid.yaml", "--out", "g"], work, env)
+    before = None
+    if args.baseline:
+        base_env = {**env, "PYTHONPATH": str(checkout(args.baseline, work / "baseline"))}
+        before = grid_process([sys.executable, "-m", "safetyrepro.adapters.cli", "grid", "grid.yaml", "--out", "g0"],
+                              work, base_env)
 
-    # (c) the lower bound: the same unique requests, model already loaded, nothing else
+    # (c) the lower bound: the same unique requests, each model loaded, nothing else; timed by part
     from safetyrepro.adapters.gridplan import GridPlan
-    from safetyrepro.adapters.scoring import logprob_context
+    from safetyrepro.adapters.models import prefix
     from safetyrepro.adapters.runner import load_model
 
     prepared = GridPlan(plan(grid), grid, None)
-    lm = load_model(grid.models[0].spec)
-    requests = [prepared.requests[k] for k in prepared.keys]
-    started = time.perf_counter()
-    outputs: dict[str, str] = {}
-    generations = [(k, r) for k, r in zip(prepared.keys, requests) if r.kind == "generate"]
-    for budget in sorted({r.max_new_tokens for _, r in generations}):
-        for sampled in (False, True):
-            group = [(k, r) for k, r in generations if r.max_new_tokens == budget and (r.temperature > 0) == sampled]
-            for start in range(0, len(group), grid.batch_size):
-                chunk = group[start:start + grid.batch_size]
-                texts = lm.decode([r.context for _, r in chunk], temperatures=[r.temperature for _, r in chunk],
-                                  seeds=[r.seed for _, r in chunk], max_new_tokens=budget)
-                outputs.update({k: t for (k, _), t in zip(chunk, texts)})
-    scored = [r for r in requests if r.kind == "loglikelihood"]
-    lm.loglikelihood_states([(logprob_context(r.context, outputs[r.after]) if r.after else r.context,
-                              r.continuation or "") for r in scored], [r.context if r.after else None for r in scored])
-    c = time.perf_counter() - started
-
-    # (d) the physical bound, and the waste
-    unique, forwarded = forward_tokens(lm, prepared, outputs)
-    rate = throughput(lm)
+    parts = PartTimer()
+    parts.wrap(prefix.StateCache, "forward", "contexts")
+    parts.wrap(prefix.StateCache, "logits_after", "candidates")
+    parts.wrap(prefix, "decode", "decoding")
+    c = 0.0
+    unique = forwarded = steps = 0
+    rates = []
+    for model in grid.models:
+        lm = load_model(model.spec)
+        lm._states = None  # a fresh cache, as in (b)'s process
+        requests = [prepared.requests[k] for k in prepared.keys if prepared.requests[k].model == model.name]
+        started = time.perf_counter()
+        outputs, model_steps = lower_bound(lm, requests, prepared, grid.batch_size)
+        c += time.perf_counter() - started
+        # (d) the physical bound, and the waste (what this engine forwarded, counted by it)
+        trie, candidate_tokens = unique_tokens(lm, requests, prepared, outputs)
+        unique += trie
+        cache = lm._state_cache()
+        forwarded += cache.forwarded + candidate_tokens + model_steps[1]
+        steps += model_steps[0]
+        rates.append(throughput(lm))
+    rate = min(rates)
     d = unique / rate
 
     # (a) one lm_eval CLI call per cell
     chosen = cells if not args.sample_cells else [cells[round(i * (len(cells) - 1) / max(args.sample_cells - 1, 1))]
                                                   for i in range(args.sample_cells)]
-    from safetyrepro.lm_eval_tasks import include_path
-
     started = time.perf_counter()
     for cell in chosen:
-        command = [str(BIN / "lm_eval"), "run", "--model", "hf", "--model_args",
-                   f"pretrained={weights_path(grid.models[0].spec)},dtype=float32", "--include_path",
-                   str(include_path()), "--tasks", f"safetyrepro_{cell['benchmark']}_{cell['template']}_{cell['scoring']}",
-                   "--num_fewshot", str(cell["fewshot"]), "--apply_chat_template", "--limit", str(grid.limit),
-                   "--output_path", str(work / "lm_eval")]
-        temperature = {"greedy": 0.0, "t0.3": 0.3, "t0.7": 0.7}[cell["decoding"]]
-        gen = [f"max_gen_toks={cell['config']['max_new_tokens']}"] if cell["config"]["max_new_tokens"] else []
-        if temperature > 0:
-            gen += ["do_sample=True", f"temperature={temperature}", "top_k=0", "top_p=1.0"]
-        if gen:
-            command += ["--gen_kwargs", ",".join(gen)]
-        subprocess.run(command, env=env, check=True, capture_output=True)
+        subprocess.run(lm_eval_command(grid, cell, work), env=env, check=True, capture_output=True)
     a = (time.perf_counter() - started) * len(cells) / len(chosen)
 
     print(f"grid: {len(cells)} cells x {grid.limit} items, {len(prepared.keys)} unique requests "
-          f"({sum(1 for r in requests if r.kind == 'generate')} generations)")
+          f"({sum(1 for k in prepared.keys if prepared.requests[k].kind == 'generate')} generations), "
+          f"{len(grid.models)} model(s)")
     print(f"(a) lm_eval per cell: {a:8.1f} s" + (f"  (measured on {len(chosen)} cells, scaled to {len(cells)})"
                                                    if len(chosen) < len(cells) else ""))
-    print(f"(b) safetyrepro grid: {b:8.1f} s")
-    print(f"(c) lower bound:      {c:8.1f} s")
+    print(f"(b) safetyrepro grid: {b:8.1f} s  (peak memory {peak / 2**30:.2f} GB)")
+    if before is not None:
+        print(f"    at {args.baseline}: {before[0]:8.1f} s  (peak memory {before[1] / 2**30:.2f} GB); "
+              f"now {before[0] / b:.2f}x as fast")
+    print(f"(c) lower bound:      {c:8.1f} s  ({parts.line()})")
     print(f"(d) physical bound:   {d:8.1f} s  ({unique:,} unique tokens at {rate:,.0f} tokens/s forward throughput)")
     print(f"(a)/(b) = {a / b:.1f}  (targets >= 10, issue 30: >= 30)")
     print(f"(c)/(b) = {c / b:.2f}  (target >= 0.7)")
     print(f"(d)/(b) = {d / b:.3f}  (issue 30 target >= 0.5)")
-    print(f"waste: {1 - unique / forwarded:.1%} of the {forwarded:,} tokens the engine forwards are not unique "
-          "trie positions")
+    print(f"waste: {1 - unique / forwarded:.1%} of the {forwarded:,} tokens the engine forwarded are not unique "
+          f"trie positions; decoding took {steps:,} sequential steps "
+          f"({parts.seconds['decoding'] / max(steps, 1) * 1000:.0f} ms each)")
     print(f"work folder: {work}  (commands: {shlex.quote(str(work / 'grid.yaml'))})")
 
 
-def forward_tokens(lm, prepared, outputs: dict[str, str]) -> tuple[int, int]:  # noqa: ANN001 - a script
-    """(unique prefix-trie positions, tokens the engine forwards) over the grid's unique requests."""
+def grid_process(command: list[str], work: Path, env: dict[str, str]) -> tuple[float, int]:
+    """(wall seconds, peak resident bytes) of one grid run in its own process."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(command, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = proc.stderr.read()  # to its end (the process's), so that the pipe never fills
+    _, status, usage = os.wait4(proc.pid, 0)  # its own peak resident memory, not the other children's
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"error: {' '.join(command)} failed in {work}:\n{err.decode(errors='replace')[-2000:]}")
+    return time.perf_counter() - started, usage.ru_maxrss * 1024
+
+
+def checkout(ref: str, folder: Path) -> Path:
+    """An import root whose ``safetyrepro`` package is this repository at ``ref`` (ahead of the
+    editable install on ``sys.path``)."""
+    root = Path(__file__).resolve().parent.parent
+    tree = folder / "tree"
+    subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", str(tree), ref], check=True,
+                   capture_output=True)
+    package = folder / "path" / "safetyrepro"
+    package.mkdir(parents=True)
+    for name in ("adapters", "lm_eval_tasks", "inspect_tasks", "helm_specs", "crosspkg"):
+        (package / name).symlink_to(tree / name)
+    return folder / "path"
+
+
+def lower_bound(lm, requests, prepared, batch_size: int) -> tuple[dict[str, str], tuple[int, int]]:  # noqa: ANN001
+    """The requests through the engine: generations batched by budget and decoding kind, then the
+    loglikelihoods. Returns the generations and (sequential decode steps, row-tokens they forwarded)."""
+    from safetyrepro.adapters.scoring import logprob_context
+
+    outputs: dict[str, str] = {}
+    steps = rows = 0
+    generations = [(r.key, r) for r in requests if r.kind == "generate"]
+    for budget in sorted({r.max_new_tokens for _, r in generations}):
+        for sampled in (False, True):
+            group = [(k, r) for k, r in generations if r.max_new_tokens == budget and (r.temperature > 0) == sampled]
+            for start in range(0, len(group), batch_size):
+                chunk = group[start:start + batch_size]
+                texts = lm.decode([r.context for _, r in chunk], temperatures=[r.temperature for _, r in chunk],
+                                  seeds=[r.seed for _, r in chunk], max_new_tokens=budget)
+                outputs.update({k: t for (k, _), t in zip(chunk, texts)})
+                longest = max(len(lm.encode(t)) for t in texts) + 1  # an EOS is not in the text
+                steps += min(longest, budget) - 1
+                rows += (min(longest, budget) - 1) * len(chunk)
+    scored = [r for r in requests if r.kind == "loglikelihood"]
+    lm.loglikelihood_states([(logprob_context(r.context, outputs[r.after]) if r.after else r.context,
+                              r.continuation or "") for r in scored], [r.context if r.after else None for r in scored])
+    return outputs, (steps, rows)
+
+
+class PartTimer:
+    """Seconds spent inside wrapped functions, a nested call's time counted in its own part only."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._stack: list[float] = []
+
+    def wrap(self, owner, name: str, part: str) -> None:  # noqa: ANN001 - a module or a class
+        original = getattr(owner, name)
+        self.seconds[part] = 0.0
+
+        def timed(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            self._stack.append(0.0)
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent = time.perf_counter() - started
+                inner = self._stack.pop()
+                self.seconds[part] += spent - inner
+                if self._stack:
+                    self._stack[-1] += spent
+
+        setattr(owner, name, timed)
+
+    def line(self) -> str:
+        return ", ".join(f"{part} {seconds:.1f} s" for part, seconds in self.seconds.items())
+
+
+def lm_eval_command(grid, cell: dict, work: Path) -> list[str]:  # noqa: ANN001 - a script
+    from safetyrepro.adapters.models.hf import weights_path
+    from safetyrepro.lm_eval_tasks import include_path
+
+    model = next(m for m in grid.models if m.name == cell["model"])
+    command = [str(BIN / "lm_eval"), "run", "--model", "hf", "--model_args",
+               f"pretrained={weights_path(model.spec)},dtype={model.spec.dtype}", "--include_path",
+               str(include_path()), "--tasks", f"safetyrepro_{cell['benchmark']}_{cell['template']}_{cell['scoring']}",
+               "--num_fewshot", str(cell["fewshot"]), "--apply_chat_template", "--limit", str(grid.limit),
+               "--output_path", str(work / "lm_eval")]
+    temperature = {"greedy": 0.0, "t0.3": 0.3, "t0.7": 0.7}[cell["decoding"]]
+    gen = [f"max_gen_toks={cell['config']['max_new_tokens']}"] if cell["config"]["max_new_tokens"] else []
+    if temperature > 0:
+        gen += ["do_sample=True", f"temperature={temperature}", "top_k=0", "top_p=1.0"]
+    return command + (["--gen_kwargs", ",".join(gen)] if gen else [])
+
+
+def unique_tokens(lm, requests, prepared, outputs: dict[str, str]) -> tuple[int, int]:  # noqa: ANN001 - a script
+    """(unique prefix-trie positions over one model's requests, candidate tokens the engine
+    forwards beyond each candidate's first)."""
     from safetyrepro.adapters.scoring import logprob_context
 
     trie: dict[int, dict] = {}
@@ -150,25 +254,17 @@ def forward_tokens(lm, prepared, outputs: dict[str, str]) -> tuple[int, int]:  #
                 unique += 1
             node = node[token]
 
-    contexts: dict[str, int] = {}  # every unique context the engine computes a state for, by its length
-    forwarded = 0
-    for key in prepared.keys:
-        r = prepared.requests[key]
+    candidates = 0
+    for r in requests:
         if r.kind == "generate":
-            context_ids, generated = lm.formatter.encode_pair(r.context, outputs[key])
+            context_ids, generated = lm.formatter.encode_pair(r.context, outputs[r.key])
             insert(context_ids + generated[:-1])
-            contexts.setdefault(r.context, len(context_ids))
-            forwarded += max(len(generated) - 1, 0)
         else:
             context = logprob_context(r.context, outputs[r.after]) if r.after else r.context
             context_ids, candidate = lm.formatter.encode_pair(context, r.continuation or "")
             insert(context_ids + candidate[:-1])
-            if context not in contexts:
-                # a cot context extends its generation's state: only the reasoning is forwarded again
-                base = len(lm.formatter.encode(r.context)) if r.after else 0
-                contexts[context] = len(context_ids) - base
-            forwarded += max(len(candidate) - 1, 0)
-    return unique, forwarded + sum(contexts.values())
+            candidates += max(len(candidate) - 1, 0)
+    return unique, candidates
 
 
 def throughput(lm, batch: int = 8, length: int = 512, repeats: int = 3) -> float:  # noqa: ANN001 - a script

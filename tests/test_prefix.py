@@ -1,15 +1,19 @@
 """The grid's compute engine on shared context states (adapters/models/prefix.py), on the real
 embedded model and real cell prompts: it computes what ``generate`` / ``loglikelihood`` compute,
-and a request's bits do not depend on what the cache held (what resume after kill -9 relies on)."""
+contexts share their common turns, and a request's bits do not depend on what the cache held
+(what resume after kill -9 relies on)."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
+import torch
 
 from safetyrepro.adapters import build_config
 from safetyrepro.adapters.cell import prepare_cell
 from safetyrepro.adapters.scoring import logprob_context
-from safetyrepro.adapters.models.prefix import StateCache
+from safetyrepro.adapters.models.prefix import StateCache, cuts
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +70,11 @@ def test_loglikelihoods_agree_with_the_padded_batch_and_do_not_depend_on_the_cac
     reasoning = fresh.decode(contexts, temperatures=[0.0] * len(contexts), seeds=[None] * len(contexts),
                              max_new_tokens=8)
     cot = [(logprob_context(c, r), " Yes") for c, r in zip(contexts, reasoning)]
+    before = fresh._states.forwarded
     warm = fresh.loglikelihood_states(cot, contexts)
-    extended = [state for state in fresh._states._states.values() if state.base]
-    assert len(extended) == len(contexts)  # every cot context went through its generation's state
+    # every cot context went through its generation's state: only its reasoning and "Answer:" were forwarded
+    assert fresh._states.forwarded - before == sum(
+        len(fresh.formatter.encode_pair(c, " Yes")[0]) - len(fresh.encode(base)) for (c, _), base in zip(cot, contexts))
     fresh._states = None
     cold = fresh.loglikelihood_states(cot, contexts)
     assert warm == cold
@@ -77,14 +83,17 @@ def test_loglikelihoods_agree_with_the_padded_batch_and_do_not_depend_on_the_cac
 
 def test_the_state_cache_keeps_to_its_budget(lm, contexts: list[str]) -> None:
     ids = [lm.encode(c) for c in contexts]
-    one = StateCache(lm.model, budget_mb=1024).get(ids[0]).nbytes
-    cache = StateCache(lm.model, budget_mb=max(1, (3 * one) // 2**20))
+    turn = lm.formatter.turn_start()
+    whole = StateCache(lm.model, budget_mb=1024, turn_start=turn)
+    for row in ids:
+        whole.get(row)
+    cache = StateCache(lm.model, budget_mb=max(1, whole.nbytes // 2 // 2**20), turn_start=turn)
     for row in ids:
         cache.get(row)
-        assert cache._bytes <= cache.budget and cache._bytes == sum(s.nbytes for s in cache._states.values())
-    assert 1 <= len(cache._states) < len(ids)
-    nothing = StateCache(lm.model, budget_mb=0)
-    assert nothing.get(ids[0]).ids == tuple(ids[0]) and not nothing._states
+        assert cache.nbytes <= cache.budget and cache.nbytes == sum(s.nbytes for s in cache.segments.values())
+    assert 1 <= len(cache.segments) < len(whole.segments)
+    nothing = StateCache(lm.model, budget_mb=0, turn_start=turn)
+    assert nothing.get(ids[0]).ids == tuple(ids[0]) and not nothing.segments
 
 
 def test_a_generation_config_with_processors_decodes_through_generate(fresh, contexts: list[str]) -> None:
@@ -111,10 +120,79 @@ def test_states_are_kept_per_thread_count_and_never_changed_by_use(fresh, contex
         fresh.loglikelihood_states(pairs, [None] * len(pairs))
     with pinned_threads(1):
         assert fresh.loglikelihood_states(pairs, [None] * len(pairs)) == cold
-    assert {slot[0] for slot in fresh._states._states} == {1, 2}
-    states = list(fresh._states._states.values())
+    assert {slot[0] for slot in fresh._states.segments} == {1, 2}
+    states = list(fresh._states.segments.values())
     sums = [[float(k.double().sum() + v.double().sum()) for k, v in state.kv] for state in states]
     fresh.decode(contexts, temperatures=[0.0, 0.7] * (len(contexts) // 2), seeds=list(range(len(contexts))),
                  max_new_tokens=6)
     fresh.loglikelihood_states(pairs, [None] * len(pairs))
     assert sums == [[float(k.double().sum() + v.double().sum()) for k, v in state.kv] for state in states]
+
+
+def test_a_context_is_cut_before_its_last_long_turn_and_at_its_cot_base(lm) -> None:
+    turn = lm.formatter.turn_start()
+    assert lm.tokenizer.convert_ids_to_tokens([turn]) == ["<|im_start|>"]
+    t = [turn]
+    ids = t + [5] * 19 + t + [6] * 19 + t + [7] * 4 + t + [8] * 20 + t + [9] * 2  # turns of 20, 20, 5, 21 and 3
+    assert cuts(ids, turn) == [45, 69]  # the last turn of 16 tokens or more; the short one after it joins it
+    assert cuts(ids, turn, base=40) == [40, 45, 69] and cuts(ids, turn, base=69) == [45, 69]
+    assert cuts(ids, None) == [69] and cuts(ids, None, base=10) == [10, 69]  # no turns: one segment
+    assert cuts(t + [5] * 30, turn) == [31] and cuts([1], turn) == [1]
+
+
+@pytest.fixture(scope="module")
+def shots(lm, data_dir) -> list[str]:
+    """Real prompts that share turns: 0-, 3- and 5-shot ToxiGen under two templates, three items each."""
+    found = []
+    for template in ("minimal", "persona"):
+        for fewshot in (0, 3, 5):
+            cell = prepare_cell(build_config({"benchmark": "toxigen", "template": template, "fewshot": fewshot,
+                                              "limit": 3}), data_dir=data_dir, formatter=lm.formatter)
+            found += [c.context for c in cell.items]
+    return found
+
+
+def test_the_items_of_a_template_and_shot_count_share_its_system_and_exemplar_turns(lm, shots: list[str]) -> None:
+    turn = lm.formatter.turn_start()
+    ids = [lm.encode(c) for c in shots]
+    cache = StateCache(lm.model, budget_mb=1024, turn_start=turn)
+    for row in ids:
+        cache.get(row)
+    heads = {tuple(row[:cuts(row, turn)[0]]) for row in ids}
+    assert len(heads) == 6  # one per template and shot count
+    assert all(len(head) > 15 for head in heads)
+    # each shared head once, then each item's own turn: nothing else was forwarded
+    assert cache.forwarded == sum(map(len, heads)) + sum(len(row) - cuts(row, turn)[0] for row in ids)
+    assert cache.forwarded < sum(map(len, ids)) / 2
+
+
+def test_a_context_has_the_same_bits_warm_or_cold_whatever_the_cache_held(lm, shots: list[str]) -> None:
+    """Cold: every context computed into an empty cache (as after kill -9). Warm: in a random order,
+    once in a cache that keeps everything and once in one so small that it evicts all the time; a
+    cot context cut at its generation's context. Logits, loglikelihoods and decodings: equal bits."""
+    turn = lm.formatter.turn_start()
+    rows = [lm.encode(c) for c in shots]
+    cot = [row + lm.encode(" The text is neutral.\nAnswer:") for row in rows[:4]]
+    requests = [(row, None) for row in rows] + [(c, row) for c, row in zip(cot, rows)]
+
+    def logits(cache: StateCache, order: list[int]) -> dict[int, torch.Tensor]:
+        return {i: cache.get(requests[i][0], requests[i][1]).last_logits for i in order}
+
+    cold = {i: logits(StateCache(lm.model, budget_mb=0, turn_start=turn), [i])[i] for i in range(len(requests))}
+    order = list(range(len(requests)))
+    for budget in (1024, 6):
+        random.Random(budget).shuffle(order)
+        warm = logits(StateCache(lm.model, budget_mb=budget, turn_start=turn), order + order[:5])
+        assert all(torch.equal(warm[i], cold[i]) for i in order)
+    # and through the model's own entry points, with the cache it kept from other work
+    saved = lm._states
+    try:
+        lm._states = None
+        pairs = [(c, " Yes") for c in shots] + [(c, " It depends") for c in shots[:4]]
+        warm_ll = lm.loglikelihood_states(pairs, [None] * len(pairs))
+        warm_text = lm.decode(shots[:4], temperatures=[0.0, 0.7, 0.3, 0.0], seeds=[1, 2, 3, 4], max_new_tokens=8)
+        lm._states = StateCache(lm.model, budget_mb=0, turn_start=turn)
+        assert lm.loglikelihood_states(pairs, [None] * len(pairs)) == warm_ll
+        assert lm.decode(shots[:4], temperatures=[0.0, 0.7, 0.3, 0.0], seeds=[1, 2, 3, 4], max_new_tokens=8) == warm_text
+    finally:
+        lm._states = saved

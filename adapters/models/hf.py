@@ -118,6 +118,28 @@ class ChatFormatter:
     def encode(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
+    def turn_start(self) -> int | None:
+        """The special token that opens every chat turn (SmolLM2's ``<|im_start|>``, Llama 3's
+        ``<|start_header_id|>``): the first special token of a rendered four-turn conversation
+        that occurs once per turn or more. ``None`` for a plain model or a template without one
+        (the engine then cuts contexts into fixed blocks)."""
+        if not self.chat:
+            return None
+        turns = [{"role": "user", "content": "u"}, {"role": "assistant", "content": "a"},
+                 {"role": "user", "content": "v"}]
+        for probe in ([{"role": "system", "content": "s"}, *turns], turns):
+            try:
+                ids = self.encode(self.context_for(probe, ""))
+            except Exception:  # noqa: BLE001 - a template that rejects the probe (no system role, ...)
+                continue
+            special = set(self.tokenizer.all_special_ids) | {
+                i for i, t in self.tokenizer.added_tokens_decoder.items() if t.special}
+            for token in ids:
+                if token in special and ids.count(token) >= len(probe):
+                    return token
+            return None
+        return None
+
     def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
         """The context's tokens and the continuation's, split as lm-eval's HFLM splits them:
         trailing context spaces move to the continuation, and the continuation's tokens are those
@@ -238,8 +260,9 @@ class HFLanguageModel:
     def loglikelihood_states(self, requests: Sequence[tuple[str, str]],
                              bases: Sequence[str | None]) -> list[tuple[float, bool]]:
         """The grid's loglikelihoods, on shared context states (:mod:`.prefix`): each request on
-        its own (no padding), a context whose ``base`` (cot: its generation's context) is a
-        token prefix of it extended from that base's state. Falls back to :meth:`loglikelihood`
+        its own (no padding), its context as a chain of segments shared with other contexts; a
+        context whose ``base`` (cot: its generation's context) is a token prefix of it is cut at
+        the base's end too, so it extends the base's state. Falls back to :meth:`loglikelihood`
         where the states do not apply."""
         from . import prefix
 
@@ -264,7 +287,8 @@ class HFLanguageModel:
         if self._states is None:
             from .prefix import StateCache
 
-            self._states = StateCache(self.model) if self._plain_sampling() else False
+            self._states = (StateCache(self.model, turn_start=self.formatter.turn_start())
+                            if self._plain_sampling() else False)
         return self._states
 
     def _plain_sampling(self) -> bool:

@@ -1,51 +1,75 @@
 """Context states computed once and shared: the grid's compute engine for local weights.
 
 A grid asks the same context many times -- under three decodings, for each candidate of an item,
-and again (with its reasoning appended) for cot's candidates -- and on CPU the forward pass over
-the context is nearly all of the cost. A :class:`State` is a context's key/value cache and the
-logits after its last token. Each state is computed in exactly one way, whatever is cached: a
-context alone (one unpadded row), or a cot context as its generation's context's state extended
-by the reasoning tokens. So a request's numbers do not depend on what an earlier batch happened
-to leave in the cache, and a run resumed after ``kill -9`` (an empty cache) computes the same bits
-as an uninterrupted one.
+again with its reasoning appended for cot's candidates -- and contexts that differ share long
+prefixes: every item of a template and shot count opens with the same system turn and exemplar
+turns, a 5-shot prompt opens with the 3-shot prompt's first turns. On CPU the forward pass over
+the context is nearly all of the cost.
 
-Generation then decodes a batch of rows together (their states left-padded into one cache, each
-row sampled from its own seeded generator, or argmax at temperature 0); a candidate's
-loglikelihood is read from its context's last logits and, for candidates longer than one token,
-one short forward over the candidate's tokens on a copy of the state.
+So a context is computed as a chain of **segments**, cut where its own tokens say (:func:`cuts`):
+before the item's own turn (found by the chat template's turn-start token, e.g. SmolLM2's
+``<|im_start|>``), so that the system and exemplar turns before it are computed once for every
+item, and, for a cot context, at the end of its generation's context. Each segment's key/value slice is one unpadded forward over
+its tokens on the keys/values of the segments before it, always assembled the same way (the
+slices concatenated). A segment is kept in a least-recently-used cache bounded in bytes
+(:data:`CACHE_MB_ENV`), keyed by the token prefix it ends and torch's thread count, and another
+context with that prefix extends it instead of computing it again.
+
+The cuts are a function of the request alone, never of what the cache holds; so a context's bits
+are the same whether its prefix was found (warm) or computed now (cold, as after ``kill -9``), at
+the same thread count. Generation then decodes a batch of rows together (their states left-padded
+into one cache, each row sampled from its own seeded generator, or argmax at temperature 0); a
+candidate's loglikelihood is read from its context's last logits and, for candidates longer than
+one token, one short forward over the candidate's tokens on the state.
 """
 
 from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .base import continuation_score
 
-ENGINE = "context-states/1"
+ENGINE = "context-states/2"
 """What computes a grid's local requests (recorded in every model identity of a run's log, so a
-log computed another way is not resumed by this one)."""
+log computed another way is not resumed by this one). /1 computed each context in one forward;
+/2 computes it as a chain of turn segments shared across contexts (the last bits differ)."""
 
 CACHE_MB_ENV = "SAFETYREPRO_STATE_CACHE_MB"
-DEFAULT_CACHE_MB = 384
-"""Room for the states of one batch of long contexts (8 five-shot prompts of SmolLM2-135M: about
-370 MB), so that the next decoding of the same cells finds them."""
+DEFAULT_CACHE_MB = 512
+"""The byte bound of the kept segments, in MiB (the environment variable overrides it; 0 keeps
+nothing, which changes the speed and never the bits). SmolLM2-135M in fp32 keeps 46 KB per token,
+so 512 MiB hold about 11,600 tokens: a grid's shared system and exemplar turns with room for the
+items' own turns of a batch or two."""
+
+MIN_SEGMENT = 16
+"""The fewest tokens a turn needs to start a segment (:func:`cuts`): the generation prompt
+(``<|im_start|>assistant\n``) stays with the item's turn."""
 
 
 @dataclass(frozen=True)
 class State:
-    """A context's key/value cache (per layer, shape ``(1, heads, tokens, dim)``) and the logits
-    that follow its last token."""
+    """A context's key/value cache (per layer, shape ``(1, heads, tokens, dim)``, assembled from
+    its segments) and the logits that follow its last token."""
 
     ids: tuple[int, ...]
     kv: tuple[tuple[Any, Any], ...]
     last_logits: Any
+    segments: int
+    """How many segments the context was cut into."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One segment's own key/value slice (per layer, ``(1, heads, its tokens, dim)``) and the
+    logits after its last token."""
+
+    kv: tuple[tuple[Any, Any], ...]
+    last_logits: Any
     nbytes: int
-    base: int = 0
-    """How many of ``ids`` came from the base state it was extended from (0: computed alone)."""
 
 
 class Unsupported(Exception):
@@ -53,19 +77,56 @@ class Unsupported(Exception):
     layers): the caller computes the old way."""
 
 
-class StateCache:
-    """Least recently used states of one model, within a byte budget."""
+def cuts(ids: Sequence[int], turn_start: int | None, base: int = 0) -> list[int]:
+    """Where a context's segments end (ascending; the last is ``len(ids)``): before its last turn
+    of at least :data:`MIN_SEGMENT` tokens (the item's own turn: what precedes it -- the system and
+    exemplar turns -- is every item's of that template and shot count), and at ``base`` (a cot
+    context's generation context) when it falls inside. Without a turn-start token, a context is
+    one segment (shared only with itself and what extends it).
 
-    def __init__(self, model: Any, budget_mb: int | None = None) -> None:
+    Why so few cuts: on a CPU a forward pass costs a fixed ~70 ms beside its tokens (it streams
+    every weight from memory once), as much as ~30 tokens of a long pass; a cut between every turn
+    would let a 5-shot prompt share its first three exemplar pairs with the 3-shot one, once per
+    template, at the price of six more passes for every context computed cold."""
+    points = set()
+    if turn_start is not None:
+        bounds = [*(i for i, token in enumerate(ids) if token == turn_start and i > 0), len(ids)]
+        long_turns = [here for here, after in zip(bounds, bounds[1:]) if after - here >= MIN_SEGMENT]
+        if long_turns:
+            points.add(long_turns[-1])
+    if 0 < base < len(ids):
+        points.add(base)
+    return sorted(points) + [len(ids)]
+
+
+def assemble(parts: Sequence[tuple[tuple[Any, Any], ...]]) -> Iterator[tuple[Any, Any]]:
+    """Per layer, the segments' keys and values concatenated along the token axis (the one way a
+    context's cache is put together, warm or cold)."""
+    import torch
+
+    for layer in range(len(parts[0])):
+        if len(parts) == 1:
+            yield parts[0][layer]
+        else:
+            yield torch.cat([p[layer][0] for p in parts], dim=2), torch.cat([p[layer][1] for p in parts], dim=2)
+
+
+class StateCache:
+    """Least recently used segments of one model, within a byte budget."""
+
+    def __init__(self, model: Any, budget_mb: int | None = None, turn_start: int | None = None) -> None:
         self.model = model
+        self.turn_start = turn_start
         mb = budget_mb if budget_mb is not None else int(os.environ.get(CACHE_MB_ENV, DEFAULT_CACHE_MB))
         self.budget = max(mb, 0) * 2**20
-        self._states: OrderedDict[tuple[Any, ...], State] = OrderedDict()
-        self._bytes = 0
+        self.segments: OrderedDict[tuple[Any, ...], Segment] = OrderedDict()
+        self.nbytes = 0
+        self.forwarded = 0
+        """Tokens forwarded for segments so far (what sharing saves is visible here)."""
 
     def get(self, ids: Sequence[int], base: Sequence[int] | None = None) -> State:
-        """The state after ``ids``; where ``base`` is a proper prefix of them, computed as
-        ``base``'s state extended by the rest (the one way for such a context).
+        """The state after ``ids``, segment by segment (:func:`cuts`); where ``base`` is a proper
+        prefix of them, its end is a cut too.
 
         Kept by torch's thread count too: the last bits of a forward pass depend on it, and a
         process may compute at several (the replay gate pins each batch to the count it logged)."""
@@ -74,63 +135,82 @@ class StateCache:
         key = tuple(ids)
         prefix = tuple(base) if base is not None else ()
         extended = bool(prefix) and len(prefix) < len(key) and key[: len(prefix)] == prefix
-        slot = (torch.get_num_threads(), len(prefix) if extended else 0, key)
-        state = self._states.get(slot)
-        if state is not None:
-            self._states.move_to_end(slot)
-            return state
-        state = self.extend(self.get(prefix), key[len(prefix):]) if extended else self.extend(None, key)
-        self._keep(slot, state)
-        return state
+        threads = torch.get_num_threads()
+        parts: list[tuple[tuple[Any, Any], ...]] = []
+        used: list[tuple[Any, ...]] = []
+        start = 0
+        segment = None
+        for end in cuts(key, self.turn_start, len(prefix) if extended else 0):
+            slot = (threads, key[:end])
+            segment = self.segments.get(slot)
+            if segment is None:
+                segment = self.forward(parts, key[start:end], start)
+                self.keep(slot, segment)
+            used.append(slot)
+            parts.append(segment.kv)
+            start = end
+        # the context's own segment first, its prefixes after: a prefix outlives what extends it
+        for slot in reversed(used):
+            if slot in self.segments:
+                self.segments.move_to_end(slot)
+        return State(ids=key, kv=tuple(assemble(parts)), last_logits=segment.last_logits, segments=len(used))
 
-    def _keep(self, slot: tuple[Any, ...], state: State) -> None:
-        if state.nbytes > self.budget:
+    def keep(self, slot: tuple[Any, ...], segment: Segment) -> None:
+        if segment.nbytes > self.budget:
             return
-        self._states[slot] = state
-        self._bytes += state.nbytes
-        while self._bytes > self.budget:
-            _, dropped = self._states.popitem(last=False)
-            self._bytes -= dropped.nbytes
+        self.segments[slot] = segment
+        self.nbytes += segment.nbytes
+        while self.nbytes > self.budget:
+            _, dropped = self.segments.popitem(last=False)
+            self.nbytes -= dropped.nbytes
 
-    def extend(self, parent: State | None, ids: Sequence[int], *, all_logits: bool = False) -> Any:
-        """``parent``'s state (or nothing) followed by ``ids``, as one unpadded row. With
-        ``all_logits`` the logits at every new position are returned instead of a state."""
+    def forward(self, parts: Sequence[tuple[tuple[Any, Any], ...]], ids: Sequence[int], done: int) -> Segment:
+        """One segment: ``ids`` as one unpadded row after the ``done`` tokens whose slices are ``parts``."""
         import torch
         from transformers import DynamicCache
 
-        device = self.model.device
-        done = len(parent.ids) if parent is not None else 0
-        cache = DynamicCache(ddp_cache_data=[(k, v) for k, v in parent.kv]) if parent is not None else None
-        input_ids = torch.tensor([list(ids)], device=device)
-        mask = torch.ones((1, done + len(ids)), dtype=torch.long, device=device)
-        positions = torch.arange(done, done + len(ids), device=device)[None, :]
-        with torch.inference_mode():
-            out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, cache=cache,
-                             use_cache=True, logits_to_keep=0 if all_logits else 1)
-        if all_logits:
-            return out.logits[0].float()
+        out = self.run(DynamicCache(ddp_cache_data=assemble(parts)) if parts else None, ids, done, keep=1)
         layers = getattr(out.cache, "layers", None)
         if not isinstance(out.cache, DynamicCache) or not layers or any(
                 getattr(layer, "is_sliding", False) or getattr(layer, "keys", None) is None for layer in layers):
             raise Unsupported(type(out.cache).__name__)
-        kv = tuple((layer.keys, layer.values) for layer in layers)
+        # this segment's own slice, copied out of the whole (so the whole can go)
+        kv = tuple((layer.keys[:, :, done:].clone(), layer.values[:, :, done:].clone()) for layer in layers)
         logits = out.logits[0, -1].float()
+        self.forwarded += len(ids)
         nbytes = sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in kv)
-        return State(ids=(parent.ids if parent is not None else ()) + tuple(ids), kv=kv, last_logits=logits,
-                     nbytes=nbytes + logits.numel() * 4, base=done)
+        return Segment(kv=kv, last_logits=logits, nbytes=nbytes + logits.numel() * logits.element_size())
+
+    def logits_after(self, state: State, ids: Sequence[int]) -> Any:
+        """The logits at each of ``ids``'s positions, forwarded on ``state`` (which stays as it is)."""
+        from transformers import DynamicCache
+
+        out = self.run(DynamicCache(ddp_cache_data=state.kv), ids, len(state.ids), keep=0)
+        return out.logits[0].float()
+
+    def run(self, cache: Any, ids: Sequence[int], done: int, *, keep: int) -> Any:
+        import torch
+
+        device = self.model.device
+        input_ids = torch.tensor([list(ids)], device=device)
+        mask = torch.ones((1, done + len(ids)), dtype=torch.long, device=device)
+        positions = torch.arange(done, done + len(ids), device=device)[None, :]
+        with torch.inference_mode():
+            return self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, cache=cache,
+                              use_cache=True, logits_to_keep=keep)
 
 
 def loglikelihood(cache: StateCache, context_ids: Sequence[int], continuation_ids: Sequence[int],
                   base: Sequence[int] | None = None) -> tuple[float, bool]:
     """(sum of the continuation's token logprobs, whether each is the argmax) after the context's
-    state: its last logits give the first token's, one forward over the rest on a copy gives the others'."""
+    state: its last logits give the first token's, one forward over the rest on it gives the others'."""
     import torch
     import torch.nn.functional as F
 
     state = cache.get(context_ids, base)
     logits = state.last_logits[None, :]
     if len(continuation_ids) > 1:
-        logits = torch.cat([logits, cache.extend(state, continuation_ids[:-1], all_logits=True)])
+        logits = torch.cat([logits, cache.logits_after(state, continuation_ids[:-1])])
     logprobs = F.log_softmax(logits, dim=-1)
     return continuation_score(logprobs, torch.tensor(list(continuation_ids), device=logprobs.device))
 
