@@ -75,14 +75,24 @@ def main() -> None:
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
 
     # (b) the grid runner, from a cold process (and, with --baseline, the same at another commit)
+    root = Path(__file__).resolve().parent.parent
+    if args.baseline and subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet",
+                                         f"{args.baseline}^{{commit}}"], capture_output=True).returncode:
+        raise SystemExit(f"error: --baseline {args.baseline!r} is no commit of this repository -- pass a commit "
+                         "or tag (git log --oneline)")
     b, peak = grid_process([str(BIN / "safetyrepro"), "grid", "grid.yaml", "--out", "g"], work, env)
     before = None
     if args.baseline:
-        base_env = {**env, "PYTHONPATH": str(checkout(args.baseline, work / "baseline"))}
-        before = grid_process([sys.executable, "-m", "safetyrepro.adapters.cli", "grid", "grid.yaml", "--out", "g0"],
-                              work, base_env)
+        try:
+            base_env = {**env, "PYTHONPATH": str(checkout(args.baseline, root, work / "baseline"))}
+            before = grid_process([sys.executable, "-m", "safetyrepro.adapters.cli", "grid", "grid.yaml", "--out",
+                                   "g0"], work, base_env)
+        finally:
+            subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(work / "baseline" / "tree")],
+                           check=False, capture_output=True)
 
-    # (c) the lower bound: the same unique requests, each model loaded, nothing else; timed by part
+    # (c) the lower bound: the same unique requests, each model loaded, nothing else; timed by part.
+    # (d), (d') and the plan's decoding: per model (its tokenizer, its throughput), summed.
     from safetyrepro.adapters.gridplan import GridPlan
     from safetyrepro.adapters.models import prefix
     from safetyrepro.adapters.runner import load_model
@@ -92,28 +102,29 @@ def main() -> None:
     parts.wrap(prefix.StateCache, "forward", "contexts")
     parts.wrap(prefix.StateCache, "logits_after", "candidates")
     parts.wrap(prefix, "decode", "decoding")
-    c = 0.0
+    c = d = d_steps = planned_s = 0.0
     unique = forwarded = steps = 0
-    rates = []
+    planned: dict[int, list[int]] = {}
+    throughputs, step_costs = [], []
     for model in grid.models:
         lm = load_model(model.spec)
-        lm._states = None  # a fresh cache, as in (b)'s process
+        cache = lm.state_cache(fresh=True)  # an empty cache, as in (b)'s process
         requests = [prepared.requests[k] for k in prepared.keys if prepared.requests[k].model == model.name]
         started = time.perf_counter()
-        outputs, model_steps = lower_bound(lm, requests, prepared, grid.batch_size)
+        outputs, (model_steps, rows) = lower_bound(lm, requests, grid.batch_size)
         c += time.perf_counter() - started
-        # (d) the physical bound, and the waste (what this engine forwarded, counted by it)
-        trie, candidate_tokens = unique_tokens(lm, requests, prepared, outputs)
+        trie, candidate_tokens = unique_tokens(lm, requests, outputs)
+        rate, step = throughput(lm), decode_step(lm, grid.batch_size)
+        throughputs.append(rate)
+        step_costs.append(step)
         unique += trie
-        cache = lm._state_cache()
-        forwarded += cache.forwarded + candidate_tokens + model_steps[1]
-        steps += model_steps[0]
-        rates.append(throughput(lm))
-    rate = min(rates)
-    d = unique / rate
-    step = min(decode_step(load_model(m.spec), grid.batch_size) for m in grid.models)
-    planned = plan_decoding(prepared, work / "g" / "events.jsonl", load_model(grid.models[0].spec))
-    floors = {rows: min(decode_step(load_model(m.spec), rows) for m in grid.models) for rows in planned}
+        d += trie / rate
+        d_steps += model_steps * step
+        forwarded += cache.forwarded + candidate_tokens + rows
+        steps += model_steps
+        for size, (n, size_steps) in plan_decoding(prepared, work / "g" / "events.jsonl", lm, model.name).items():
+            planned[size] = [planned.get(size, [0, 0])[0] + n, planned.get(size, [0, 0])[1] + size_steps]
+            planned_s += size_steps * decode_step(lm, size)
 
     # (a) one lm_eval CLI call per cell
     chosen = cells if not args.sample_cells else [cells[round(i * (len(cells) - 1) / max(args.sample_cells - 1, 1))]
@@ -128,46 +139,45 @@ def main() -> None:
           f"{len(grid.models)} model(s)")
     print(f"(a) lm_eval per cell: {a:8.1f} s" + (f"  (measured on {len(chosen)} cells, scaled to {len(cells)})"
                                                    if len(chosen) < len(cells) else ""))
-    print(f"(b) safetyrepro grid: {b:8.1f} s  (peak memory {peak / 2**30:.2f} GB)")
+    print(f"(b) safetyrepro grid: {b:8.1f} s  (peak memory {peak / 2**30:.2f} GiB)")
     if before is not None:
-        print(f"    at {args.baseline}: {before[0]:8.1f} s  (peak memory {before[1] / 2**30:.2f} GB); "
+        print(f"    at {args.baseline}: {before[0]:8.1f} s  (peak memory {before[1] / 2**30:.2f} GiB); "
               f"now {before[0] / b:.2f}x as fast")
     print(f"(c) lower bound:      {c:8.1f} s  ({parts.line()})")
-    print(f"(d) physical bound:   {d:8.1f} s  ({unique:,} unique tokens at {rate:,.0f} tokens/s forward throughput)")
-    print(f"(d') with decoding:   {d + steps * step:8.1f} s  ((d) + {steps:,} sequential decoding steps at "
-          f"{step * 1000:.0f} ms, one batch-{grid.batch_size} step's weight pass)")
-    planned_s = sum(steps_ * floors[rows] for rows, (_, steps_) in planned.items())
-    print("    (b)'s plan decoded " + ", ".join(f"{n} batches of {rows} row(s) in {steps_:,} steps"
-                                            for rows, (n, steps_) in sorted(planned.items()))
-          + f": at the step floors measured here, {planned_s:.1f} s of decoding; (d) + that = {d + planned_s:.1f} s")
+    rates = ", ".join(f"{r:,.0f}" for r in throughputs)
+    print(f"(d) physical bound:   {d:8.1f} s  ({unique:,} unique tokens at {rates} tokens/s forward throughput)")
+    costs = ", ".join(f"{x * 1000:.0f}" for x in step_costs)
+    print(f"(d') with decoding:   {d + d_steps:8.1f} s  ((d) + {steps:,} sequential decoding steps at {costs} ms, "
+          f"one batch-{grid.batch_size} step's forward)")
+    print("    (b)'s plan decoded " + ", ".join(f"{n} batches of {size} row(s) in {size_steps:,} steps"
+                                            for size, (n, size_steps) in sorted(planned.items()))
+          + f": at the step costs measured here, {planned_s:.1f} s of decoding; (d) + that = {d + planned_s:.1f} s")
     print(f"(a)/(b) = {a / b:.1f}  (targets >= 10, issue 30: >= 30)")
     print(f"(c)/(b) = {c / b:.2f}  (target >= 0.7)")
-    print(f"(d)/(b) = {d / b:.3f}  (issue 30 target >= 0.5);  (d')/(b) = {(d + steps * step) / b:.3f}")
+    print(f"(d)/(b) = {d / b:.3f}  (issue 30 target >= 0.5);  (d')/(b) = {(d + d_steps) / b:.3f}")
     print(f"waste: {1 - unique / forwarded:.1%} of the {forwarded:,} tokens the engine forwarded are not unique "
           f"trie positions; decoding took {steps:,} sequential steps "
           f"({parts.seconds['decoding'] / max(steps, 1) * 1000:.0f} ms each)")
     print(f"work folder: {work}  (commands: {shlex.quote(str(work / 'grid.yaml'))})")
-    if args.baseline:
-        subprocess.run(["git", "-C", str(Path(__file__).resolve().parent.parent), "worktree", "remove", "--force",
-                        str(work / "baseline" / "tree")], check=False, capture_output=True)
 
 
 def grid_process(command: list[str], work: Path, env: dict[str, str]) -> tuple[float, int]:
     """(wall seconds, peak resident bytes) of one grid run in its own process."""
     started = time.perf_counter()
     proc = subprocess.Popen(command, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    err = proc.stderr.read()  # to its end (the process's), so that the pipe never fills
-    _, status, usage = os.wait4(proc.pid, 0)  # its own peak resident memory, not the other children's
+    with proc.stderr:
+        err = proc.stderr.read()  # to its end (the process's), so that the pipe never fills
+    _, status, usage = os.wait4(proc.pid, 0)  # its own peak resident memory (Linux: KiB), not the others'
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise SystemExit(f"error: {' '.join(command)} failed in {work}:\n{err.decode(errors='replace')[-2000:]}")
+        tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+        raise SystemExit(f"error: the grid run in {work} failed ({tail[0]}) -- rerun {command[0]} there to see it all")
     return time.perf_counter() - started, usage.ru_maxrss * 1024
 
 
-def checkout(ref: str, folder: Path) -> Path:
-    """An import root whose ``safetyrepro`` package is this repository at ``ref`` (ahead of the
-    editable install on ``sys.path``)."""
-    root = Path(__file__).resolve().parent.parent
+def checkout(ref: str, root: Path, folder: Path) -> Path:
+    """An import root whose ``safetyrepro`` package is the repository ``root`` at ``ref`` (a git
+    worktree in ``folder``; ahead of the editable install on ``sys.path``)."""
     tree = folder / "tree"
     subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", str(tree), ref], check=True,
                    capture_output=True)
@@ -178,7 +188,7 @@ def checkout(ref: str, folder: Path) -> Path:
     return folder / "path"
 
 
-def lower_bound(lm, requests, prepared, batch_size: int) -> tuple[dict[str, str], tuple[int, int]]:  # noqa: ANN001
+def lower_bound(lm, requests, batch_size: int) -> tuple[dict[str, str], tuple[int, int]]:  # noqa: ANN001
     """The requests through the engine: generations batched by budget and decoding kind, then the
     loglikelihoods. Returns the generations and (sequential decode steps, row-tokens they forwarded)."""
     from safetyrepro.adapters.scoring import logprob_context
@@ -249,7 +259,7 @@ def lm_eval_command(grid, cell: dict, work: Path) -> list[str]:  # noqa: ANN001 
     return command + (["--gen_kwargs", ",".join(gen)] if gen else [])
 
 
-def unique_tokens(lm, requests, prepared, outputs: dict[str, str]) -> tuple[int, int]:  # noqa: ANN001 - a script
+def unique_tokens(lm, requests, outputs: dict[str, str]) -> tuple[int, int]:  # noqa: ANN001 - a script
     """(unique prefix-trie positions over one model's requests, candidate tokens the engine
     forwards beyond each candidate's first)."""
     from safetyrepro.adapters.scoring import logprob_context
@@ -279,10 +289,11 @@ def unique_tokens(lm, requests, prepared, outputs: dict[str, str]) -> tuple[int,
     return unique, candidates
 
 
-def plan_decoding(prepared, events: Path, lm) -> dict[int, tuple[int, int]]:  # noqa: ANN001 - a script
-    """Per batch size, (generation batches, sequential decoding steps) of the plan's own fixed
-    batches, as (b) computed them: a batch steps until its longest row's end (its first token
-    comes from the context's logits; an EOS ends a row and is not in its text)."""
+def plan_decoding(prepared, events: Path, lm, model: str) -> dict[int, tuple[int, int]]:  # noqa: ANN001
+    """Per batch size, (generation batches, sequential decoding steps) of one model's batches in
+    the plan, as (b) computed them: a batch steps until its longest row's end (its first token
+    comes from the context's logits; an EOS ends a row and is not in its text, so the count is
+    re-encoded from the text: close, not exact, where a text re-encodes to other tokens)."""
     import json
 
     lines = events.read_text().splitlines()[1:]
@@ -290,7 +301,7 @@ def plan_decoding(prepared, events: Path, lm) -> dict[int, tuple[int, int]]:  # 
     found: dict[int, tuple[int, int]] = {}
     for start, stop in prepared.batches:
         first = prepared.requests[prepared.keys[start]]
-        if first.kind != "generate":
+        if first.kind != "generate" or first.model != model:
             continue
         longest = max(len(lm.encode(responses[k])) + 1 for k in prepared.keys[start:stop])
         n, steps = found.get(stop - start, (0, 0))

@@ -101,7 +101,7 @@ def test_a_generation_config_with_processors_decodes_through_generate(fresh, con
     before = config.repetition_penalty
     config.repetition_penalty = 1.5
     try:
-        assert fresh._state_cache() is False
+        assert fresh.state_cache() is False
         decoded = fresh.decode(contexts[:2], temperatures=[0.0, 0.0], seeds=[None, None], max_new_tokens=12)
         assert decoded == fresh.generate(contexts[:2], temperature=0.0, max_new_tokens=12, batch_size=2)
     finally:
@@ -135,7 +135,9 @@ def test_a_context_is_cut_before_its_last_long_turn_and_at_its_cot_base(lm) -> N
     t = [turn]
     ids = t + [5] * 19 + t + [6] * 19 + t + [7] * 4 + t + [8] * 20 + t + [9] * 2  # turns of 20, 20, 5, 21 and 3
     assert cuts(ids, turn) == [45, 69]  # the last turn of 16 tokens or more; the short one after it joins it
-    assert cuts(ids, turn, base=40) == [40, 45, 69] and cuts(ids, turn, base=69) == [45, 69]
+    # a cot context: its generation context's own chain, then the rest (whatever turns the rest holds)
+    assert cuts(ids, turn, base=40) == [20, 40, 69] and cuts(ids, turn, base=69) == [45, 69]
+    assert cuts(ids + t + [3] * 20, turn, base=69) == [45, 69, 90]
     assert cuts(ids, None) == [69] and cuts(ids, None, base=10) == [10, 69]  # no turns: one segment
     assert cuts(t + [5] * 30, turn) == [31] and cuts([1], turn) == [1]
 
@@ -172,18 +174,27 @@ def test_a_context_has_the_same_bits_warm_or_cold_whatever_the_cache_held(lm, sh
     cot context cut at its generation's context. Logits, loglikelihoods and decodings: equal bits."""
     turn = lm.formatter.turn_start()
     rows = [lm.encode(c) for c in shots]
-    cot = [row + lm.encode(" The text is neutral.\nAnswer:") for row in rows[:4]]
-    requests = [(row, None) for row in rows] + [(c, row) for c, row in zip(cot, rows)]
+    # reasoning of 16 tokens or more: a turn of its own length after the generation prompt
+    reasoning = lm.encode(" The text is neutral: it says nothing hateful about any group of people at all.\nAnswer:")
+    assert len(reasoning) >= 16
+    cot = [row + reasoning for row in rows[:4]]
+    # each cot context asked as extending its generation context, and (another chain) on its own
+    requests = [(row, None) for row in rows] + [(c, row) for c, row in zip(cot, rows)] + [(c, None) for c in cot]
 
     def logits(cache: StateCache, order: list[int]) -> dict[int, torch.Tensor]:
         return {i: cache.get(requests[i][0], requests[i][1]).last_logits for i in order}
 
     cold = {i: logits(StateCache(lm.model, budget_mb=0, turn_start=turn), [i])[i] for i in range(len(requests))}
-    order = list(range(len(requests)))
-    for budget in (1024, 6):
-        random.Random(budget).shuffle(order)
+    with torch.inference_mode():  # and what they are: the context's logits from one whole forward pass
+        for i in (0, 8, len(rows), len(rows) + 5, len(requests) - 1):
+            whole = lm.model(input_ids=torch.tensor([requests[i][0]]), logits_to_keep=1).logits[0, -1].float()
+            assert float((whole - cold[i]).abs().max()) < 1e-3, i
+    everything = list(range(len(requests)))
+    shuffled = [random.Random(seed).sample(everything, len(everything)) for seed in (1, 2)]
+    generations_first, cot_first = everything, everything[len(rows):] + everything[:len(rows)]
+    for budget, order in ((1024, shuffled[0]), (6, shuffled[1]), (1024, generations_first), (1024, cot_first)):
         warm = logits(StateCache(lm.model, budget_mb=budget, turn_start=turn), order + order[:5])
-        assert all(torch.equal(warm[i], cold[i]) for i in order)
+        assert all(torch.equal(warm[i], cold[i]) for i in order), (budget, order[:5])
     # and through the model's own entry points, with the cache it kept from other work
     saved = lm._states
     try:

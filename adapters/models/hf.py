@@ -120,24 +120,25 @@ class ChatFormatter:
 
     def turn_start(self) -> int | None:
         """The special token that opens every chat turn (SmolLM2's ``<|im_start|>``, Llama 3's
-        ``<|start_header_id|>``): the first special token of a rendered four-turn conversation
-        that occurs once per turn or more. ``None`` for a plain model or a template without one
-        (the engine then cuts contexts into fixed blocks)."""
+        ``<|start_header_id|>``): the first special token of a rendered conversation (system,
+        user, assistant, user; without the system turn where the template rejects one) that occurs
+        once per turn or more. ``None`` for a plain model or a template without one: the engine
+        then computes each context as one segment."""
         if not self.chat:
             return None
+        special = set(self.tokenizer.all_special_ids)
+        try:
+            special |= {i for i, t in self.tokenizer.added_tokens_decoder.items() if t.special}
+        except (AttributeError, NotImplementedError):  # tokenizers that keep no added-token table
+            pass
         turns = [{"role": "user", "content": "u"}, {"role": "assistant", "content": "a"},
                  {"role": "user", "content": "v"}]
         for probe in ([{"role": "system", "content": "s"}, *turns], turns):
             try:
                 ids = self.encode(self.context_for(probe, ""))
-            except Exception:  # noqa: BLE001 - a template that rejects the probe (no system role, ...)
+            except Exception:  # noqa: BLE001 - a template may raise anything (jinja's raise_exception)
                 continue
-            special = set(self.tokenizer.all_special_ids) | {
-                i for i, t in self.tokenizer.added_tokens_decoder.items() if t.special}
-            for token in ids:
-                if token in special and ids.count(token) >= len(probe):
-                    return token
-            return None
+            return next((token for token in ids if token in special and ids.count(token) >= len(probe)), None)
         return None
 
     def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
@@ -166,7 +167,7 @@ class HFLanguageModel:
         self.tokenizer = self.formatter.tokenizer
         self.chat = self.formatter.chat
         self._states: Any = None
-        """The shared context states (:meth:`_state_cache`): made on first use; False where they do not apply."""
+        """The shared context states (:meth:`state_cache`): made on first use; False where they do not apply."""
         kwargs: dict[str, Any] = {"dtype": getattr(torch, spec.dtype)}
         if torch.cuda.is_available():
             kwargs["device_map"] = "cuda"
@@ -244,7 +245,7 @@ class HFLanguageModel:
         from . import prefix
 
         rows = [self.encode(c) for c in contexts]
-        states = self._state_cache()
+        states = self.state_cache()
         if states and all(rows) and max(map(len, rows)) + max_new_tokens <= self.max_length:
             try:
                 tokens = prefix.decode(states, rows, temperatures=temperatures, seeds=seeds,
@@ -266,7 +267,7 @@ class HFLanguageModel:
         where the states do not apply."""
         from . import prefix
 
-        states = self._state_cache()
+        states = self.state_cache()
         results: list[tuple[float, bool]] = []
         for (context, continuation), base in zip(requests, bases):
             context_ids, continuation_ids = self.formatter.encode_pair(context, continuation)
@@ -282,9 +283,11 @@ class HFLanguageModel:
             results += self.loglikelihood([(context, continuation)], batch_size=1)
         return results
 
-    def _state_cache(self) -> Any:
-        """The model's shared context states, or ``False`` where they do not apply."""
-        if self._states is None:
+    def state_cache(self, *, fresh: bool = False) -> Any:
+        """The model's shared context states (:class:`.prefix.StateCache`; its ``forwarded``
+        counts the context tokens computed), or ``False`` where they do not apply. ``fresh``:
+        start from an empty cache (what a new process has; it changes the speed, never the bits)."""
+        if fresh or self._states is None:
             from .prefix import StateCache
 
             self._states = (StateCache(self.model, turn_start=self.formatter.turn_start())

@@ -12,8 +12,8 @@ before the item's own turn (found by the chat template's turn-start token, e.g. 
 item, and, for a cot context, at the end of its generation's context. Each segment's key/value slice is one unpadded forward over
 its tokens on the keys/values of the segments before it, always assembled the same way (the
 slices concatenated). A segment is kept in a least-recently-used cache bounded in bytes
-(:data:`CACHE_MB_ENV`), keyed by the token prefix it ends and torch's thread count, and another
-context with that prefix extends it instead of computing it again.
+(:data:`CACHE_MB_ENV`), keyed by its whole chain (the tokens up to its end, the cuts before it,
+torch's thread count), and another context with that chain extends it instead of computing it again.
 
 The cuts are a function of the request alone, never of what the cache holds; so a context's bits
 are the same whether its prefix was found (warm) or computed now (cold, as after ``kill -9``), at
@@ -31,6 +31,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import ConfigError
 from .base import continuation_score
 
 ENGINE = "context-states/2"
@@ -50,16 +51,30 @@ MIN_SEGMENT = 16
 (``<|im_start|>assistant\n``) stays with the item's turn."""
 
 
+def budget_from_environment() -> int:
+    """The cache's bound in MiB: :data:`CACHE_MB_ENV` if set, else :data:`DEFAULT_CACHE_MB`."""
+    raw = os.environ.get(CACHE_MB_ENV)
+    if raw is None:
+        return DEFAULT_CACHE_MB
+    try:
+        mb = int(raw)
+    except ValueError:
+        mb = -1
+    if mb < 0:
+        raise ConfigError(f"{CACHE_MB_ENV}={raw!r} is not a size in MiB",
+                          f"set {CACHE_MB_ENV} to a whole number of MiB (0 keeps nothing) or unset it")
+    return mb
+
+
 @dataclass(frozen=True)
 class State:
-    """A context's key/value cache (per layer, shape ``(1, heads, tokens, dim)``, assembled from
-    its segments) and the logits that follow its last token."""
+    """A context's segments' key/value slices (per segment, per layer, shape ``(1, heads, its
+    tokens, dim)``) and the logits that follow its last token. The whole cache is put together
+    (:func:`assemble`) only where a forward pass needs it: most candidates read the logits alone."""
 
     ids: tuple[int, ...]
-    kv: tuple[tuple[Any, Any], ...]
+    parts: tuple[tuple[tuple[Any, Any], ...], ...]
     last_logits: Any
-    segments: int
-    """How many segments the context was cut into."""
 
 
 @dataclass(frozen=True)
@@ -88,15 +103,14 @@ def cuts(ids: Sequence[int], turn_start: int | None, base: int = 0) -> list[int]
     every weight from memory once), as much as ~30 tokens of a long pass; a cut between every turn
     would let a 5-shot prompt share its first three exemplar pairs with the 3-shot one, once per
     template, at the price of six more passes for every context computed cold."""
-    points = set()
+    if 0 < base < len(ids):  # the base's own chain, so that its state is this context's prefix
+        return [*cuts(ids[:base], turn_start), len(ids)]
+    points = []
     if turn_start is not None:
         bounds = [*(i for i, token in enumerate(ids) if token == turn_start and i > 0), len(ids)]
         long_turns = [here for here, after in zip(bounds, bounds[1:]) if after - here >= MIN_SEGMENT]
-        if long_turns:
-            points.add(long_turns[-1])
-    if 0 < base < len(ids):
-        points.add(base)
-    return sorted(points) + [len(ids)]
+        points = long_turns[-1:]
+    return [*points, len(ids)]
 
 
 def assemble(parts: Sequence[tuple[tuple[Any, Any], ...]]) -> Iterator[tuple[Any, Any]]:
@@ -117,8 +131,7 @@ class StateCache:
     def __init__(self, model: Any, budget_mb: int | None = None, turn_start: int | None = None) -> None:
         self.model = model
         self.turn_start = turn_start
-        mb = budget_mb if budget_mb is not None else int(os.environ.get(CACHE_MB_ENV, DEFAULT_CACHE_MB))
-        self.budget = max(mb, 0) * 2**20
+        self.budget = (budget_mb if budget_mb is not None else budget_from_environment()) * 2**20
         self.segments: OrderedDict[tuple[Any, ...], Segment] = OrderedDict()
         self.nbytes = 0
         self.forwarded = 0
@@ -126,26 +139,33 @@ class StateCache:
 
     def get(self, ids: Sequence[int], base: Sequence[int] | None = None) -> State:
         """The state after ``ids``, segment by segment (:func:`cuts`); where ``base`` is a proper
-        prefix of them, its end is a cut too.
+        prefix of them, extended from the base's chain.
 
-        Kept by torch's thread count too: the last bits of a forward pass depend on it, and a
-        process may compute at several (the replay gate pins each batch to the count it logged)."""
+        A segment is kept under its whole chain -- torch's thread count, the cuts up to its end and
+        the tokens up to its end -- because its bits depend on every one of them: the last bits of a
+        forward pass on the thread count (a process may compute at several: the replay gate pins
+        each batch to the count it logged), and a slice on the slices it was computed on."""
         import torch
 
         key = tuple(ids)
+        if not key:
+            raise ValueError("an empty context has no state")
         prefix = tuple(base) if base is not None else ()
         extended = bool(prefix) and len(prefix) < len(key) and key[: len(prefix)] == prefix
+        chain = cuts(key, self.turn_start, len(prefix) if extended else 0)
         threads = torch.get_num_threads()
         parts: list[tuple[tuple[Any, Any], ...]] = []
         used: list[tuple[Any, ...]] = []
         start = 0
         segment = None
-        for end in cuts(key, self.turn_start, len(prefix) if extended else 0):
-            slot = (threads, key[:end])
+        for n, end in enumerate(chain):
+            slot = (threads, tuple(chain[: n + 1]), key[:end])
             segment = self.segments.get(slot)
             if segment is None:
                 segment = self.forward(parts, key[start:end], start)
                 self.keep(slot, segment)
+            else:
+                self.segments.move_to_end(slot)  # (before this call keeps anything that could evict it)
             used.append(slot)
             parts.append(segment.kv)
             start = end
@@ -153,7 +173,7 @@ class StateCache:
         for slot in reversed(used):
             if slot in self.segments:
                 self.segments.move_to_end(slot)
-        return State(ids=key, kv=tuple(assemble(parts)), last_logits=segment.last_logits, segments=len(used))
+        return State(ids=key, parts=tuple(parts), last_logits=segment.last_logits)
 
     def keep(self, slot: tuple[Any, ...], segment: Segment) -> None:
         if segment.nbytes > self.budget:
@@ -171,6 +191,8 @@ class StateCache:
 
         out = self.run(DynamicCache(ddp_cache_data=assemble(parts)) if parts else None, ids, done, keep=1)
         layers = getattr(out.cache, "layers", None)
+        if layers and getattr(layers[0], "keys", None) is not None and layers[0].keys.shape[2] != done + len(ids):
+            raise AssertionError(f"a segment's cache holds {layers[0].keys.shape[2]} tokens, not {done + len(ids)}")
         if not isinstance(out.cache, DynamicCache) or not layers or any(
                 getattr(layer, "is_sliding", False) or getattr(layer, "keys", None) is None for layer in layers):
             raise Unsupported(type(out.cache).__name__)
@@ -185,10 +207,12 @@ class StateCache:
         """The logits at each of ``ids``'s positions, forwarded on ``state`` (which stays as it is)."""
         from transformers import DynamicCache
 
-        out = self.run(DynamicCache(ddp_cache_data=state.kv), ids, len(state.ids), keep=0)
+        out = self.run(DynamicCache(ddp_cache_data=assemble(state.parts)), ids, len(state.ids), keep=0)
         return out.logits[0].float()
 
     def run(self, cache: Any, ids: Sequence[int], done: int, *, keep: int) -> Any:
+        """The model on ``ids`` as one unpadded row after the ``done`` tokens in ``cache``
+        (explicit positions; ``keep``: logits of the last ``keep`` positions, 0 for all)."""
         import torch
 
         device = self.model.device
@@ -216,16 +240,17 @@ def loglikelihood(cache: StateCache, context_ids: Sequence[int], continuation_id
 
 
 def _left_padded(states: list[State], width: int) -> Any:
-    """Each layer's keys and values of the rows, left-padded with zeros to ``width`` tokens."""
+    """Each layer's keys and values of the rows, left-padded with zeros to ``width`` tokens (each
+    row's segments concatenated behind its padding in one copy)."""
     import torch
 
-    for layer in range(len(states[0].kv)):
+    for layer in range(len(states[0].parts[0])):
         keys, values = [], []
         for state in states:
-            k, v = state.kv[layer]
+            k, v = state.parts[0][layer]
             pad_shape = (1, k.shape[1], width - len(state.ids), k.shape[3])
-            keys.append(torch.cat([k.new_zeros(pad_shape), k], dim=2))
-            values.append(torch.cat([v.new_zeros(pad_shape), v], dim=2))
+            keys.append(torch.cat([k.new_zeros(pad_shape), *(p[layer][0] for p in state.parts)], dim=2))
+            values.append(torch.cat([v.new_zeros(pad_shape), *(p[layer][1] for p in state.parts)], dim=2))
         yield torch.cat(keys), torch.cat(values)
 
 
