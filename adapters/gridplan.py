@@ -9,6 +9,12 @@ batches computed from the plan (never from what is already done), and a sampled 
 seeded from the plan's seed and its own content, so a resumed run computes exactly the requests,
 batches and seeds an uninterrupted run would.
 
+A cot x logprob cell asks each item's generation and then the candidates after it, so its
+generations are batches of one row between their dependents. :attr:`RequestPlan.decode_groups`
+names the runs of such small generation batches that are decoded together, always whole
+(:meth:`RequestPlan.computed_with`): a function of the plan alone, like the batches, so a resumed
+run, a Ray shard and the replay gate compute each generation among the same rows.
+
 :class:`GridPlan` is a frozen grid plan's (``grid.plan``); ``safetyrepro run`` plans its one cell
 the same way (``runner.py``), so one configuration is one measurement on every path.
 """
@@ -94,6 +100,9 @@ class RequestPlan:
         """The repeat gate's cells (plan order), asked again right after their model's cells."""
         self.keys: list[str] = []
         self.batches: list[tuple[int, int]] = []
+        self.decode_groups: list[tuple[int, ...]] = []
+        """Indexes of generation batches decoded together, whole (:meth:`_decode_groups`)."""
+        self._group_of: dict[int, tuple[int, ...]] = {}
 
     def add_cell(self, cell: dict[str, Any], prepared: Cell, *, repeat: int | None = None) -> CellRequests:
         """Plan one cell's items through its scorer (``cell["model"]`` answers them)."""
@@ -127,6 +136,8 @@ class RequestPlan:
         """The request order and the batches, once every cell is added."""
         self.keys = list(self.requests)
         self.batches = self._batches()
+        self.decode_groups = self._decode_groups()
+        self._group_of = {index: group for group in self.decode_groups for index in group}
 
     def _batches(self) -> list[tuple[int, int]]:
         """Fixed ``[start, stop)`` ranges of the request list (by ``batch_size``, never mixing
@@ -140,6 +151,50 @@ class RequestPlan:
                 batches.append((start, n))
                 start = n
         return batches
+
+    def _decode_groups(self) -> list[tuple[int, ...]]:
+        """Generation batches smaller than ``batch_size`` that follow one another with only their
+        own dependents between them (a cot x logprob cell: generation, its candidates, the next
+        generation, ...), of one model and compatible, grouped up to ``batch_size`` rows.
+
+        Why: a decoding step costs nearly as much for one row as for eight on a CPU (it streams
+        every weight once), and these generations are one-row batches only because their
+        dependents must follow them in the log. Decoded together they take one group's steps
+        instead of one per row. Always whole -- even on resume, where some members are logged --
+        because a row's last bits depend on the rows beside it."""
+        groups: list[tuple[int, ...]] = []
+        current: list[int] = []
+        rows, members = 0, set()
+
+        def close() -> None:
+            if len(current) > 1:
+                groups.append(tuple(current))
+            current.clear()
+
+        for index, (start, stop) in enumerate(self.batches):
+            requests = [self.requests[k] for k in self.keys[start:stop]]
+            first = requests[0]
+            if current and all(r.after in members for r in requests):
+                continue  # what continues a member: computed between members, after its generation
+            if first.kind != GENERATE or stop - start >= self.batch_size:
+                close()
+                continue
+            lead = self.requests[self.keys[self.batches[current[0]][0]]] if current else None
+            if lead is None or not (lead.model == first.model and lead.compatible(first)
+                                    and rows + stop - start <= self.batch_size):
+                close()
+                rows, members = 0, set()
+            current.append(index)
+            rows += stop - start
+            members.update(r.key for r in requests)
+        close()
+        return groups
+
+    def computed_with(self, index: int) -> list[str]:
+        """The keys the plan's batch ``index`` is computed with: its decode group's generations
+        (plan order) where it is in one, else its own."""
+        group = self._group_of.get(index, (index,))
+        return [k for i in group for k in self.keys[slice(*self.batches[i])]]
 
     def keep(self, done: int) -> int:
         """How many logged requests a resumed run keeps: those of complete batches."""

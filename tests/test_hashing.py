@@ -32,6 +32,9 @@ GOLDEN = {
     "plan": "3d861c2cac691e7c9d5453a99d600c66f68147d219ff03c3aed4dcdc4e5e142e",  # has regex cells: v3
     "keys": "5da67f45d5dafceecbc848623c43dab9949342e5d2c5be51b105cf6b9d3e65cf",
     "batches": "8d26145ed2b74f8d00ed8468311b1c84194041b4c216eb4930c7217f1cf10140",
+    # which batches are decoded together (issue 30, engine context-states/3): moving it moves a
+    # run's bits, so it is pinned like the batches
+    "decode_groups": "e0e21ee5de0780730c169e8c9a5d762d0619360fea6f8b503e79eddb005b600e",
     "anchor": "e333f6dcb092e9d7201c0e96105a4f29ba04f5ddfb0b51214546362901f62675",  # covers the plan: v3
     "header": "53a9e9630085f808625ec3aa70f982fda9b0fe28c1a390edfbf74ef8f87009a4",
     "entry": "e859e3a3edd94256ca87352a57968ab7ce77ccc112ab4003c42e0551e0ca5bb7",
@@ -68,6 +71,8 @@ def test_plan_requests_batches_seeds_and_log_hashes() -> None:
     assert frozen["plan_sha256"] == GOLDEN["plan"]
     assert sha256_json(prepared.keys) == GOLDEN["keys"]  # every request body, in plan order
     assert sha256_text(json.dumps(prepared.batches)) == GOLDEN["batches"]
+    assert len(prepared.decode_groups) == 8
+    assert sha256_text(json.dumps(prepared.decode_groups)) == GOLDEN["decode_groups"]
     identities = {"m": {"name": "m", "path": "embedded", "quantization": "none", "weights_sha256": "0" * 64,
                         "runtime": {"device": "cpu", "engine": "context-states/1"}}}
     assert run_anchor(frozen, prepared, identities, {"torch": "2.13.0"}) == GOLDEN["anchor"]
