@@ -1,7 +1,8 @@
 """Executing the grid's requests: one batch through a model -> the log entries' bodies.
 
 The same code computes a batch wherever it runs -- the local executor, a Ray shard, the replay
-gate -- so a response means the same thing on every path. A local model's answers' last bits
+gate -- so a response means the same thing on every path, and each batch among the same rows: its
+plan's decode group, computed whole (:class:`Computed`). A local model's answers' last bits
 depend on torch's thread count (:func:`pinned_threads`); an endpoint's exchanges carry what the
 observer saw (raw answer, fingerprint, retries, times).
 """
@@ -17,7 +18,7 @@ from .gridplan import ModelRequest, RequestPlan
 from .hashing import sha256_json
 from .requests import logprob_context
 
-__all__ = ["FingerprintWatch", "compute_batch", "endpoint_observations", "execute", "pinned_threads", "request_pair",
+__all__ = ["Computed", "FingerprintWatch", "compute_batch", "endpoint_observations", "execute", "pinned_threads", "request_pair",
            "run_batches"]
 
 
@@ -74,6 +75,36 @@ def execute(requests: list[ModelRequest], lm: Any, responses: dict[str, Any]) ->
     else:
         scored = lm.loglikelihood(pairs, batch_size=len(requests))
     return [[ll, greedy] for ll, greedy in scored], local
+
+
+class Computed:
+    """A batch's answers, computed with the rows the plan computes it with
+    (:meth:`~.gridplan.RequestPlan.computed_with`): a batch in a decode group is computed with its
+    whole group, once for the group's batches that follow (the last group's answers are kept, by
+    its keys and torch's thread count: the replay gate pins each batch to the count it logged)."""
+
+    def __init__(self) -> None:
+        self.slot: tuple[Any, ...] | None = None
+        self.found: dict[str, tuple[Any, dict[str, Any]]] = {}
+
+    def answers(self, requests: list[ModelRequest], together: list[ModelRequest], lm: Any,
+                responses: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any]]]:
+        """What :func:`execute` answers ``requests`` (a batch), computing ``together`` (its group,
+        which holds it) where that is more."""
+        if [r.key for r in together] == [r.key for r in requests]:
+            return execute(requests, lm, responses)
+        threads = None if hasattr(lm, "exchange") else _torch_threads()
+        slot = (tuple(r.key for r in together), threads)
+        if slot != self.slot:
+            answers, observed = execute(together, lm, responses)
+            self.slot, self.found = slot, {r.key: (a, o) for r, a, o in zip(together, answers, observed)}
+        return [self.found[r.key][0] for r in requests], [self.found[r.key][1] for r in requests]
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
 
 
 def request_pair(request: ModelRequest, responses: dict[str, Any]) -> tuple[str, str]:
@@ -134,10 +165,13 @@ def endpoint_observations(bodies: list[dict[str, Any]]) -> dict[str, dict[str, A
 
 
 def compute_batch(requests: list[ModelRequest], lm: Any, responses: dict[str, Any], identity: dict[str, Any],
-                  versions: dict[str, str]) -> list[dict[str, Any]]:
+                  versions: dict[str, str], *, together: list[ModelRequest] | None = None,
+                  computed: Computed | None = None) -> list[dict[str, Any]]:
     """One batch's log entry bodies (request, response, hashes, time, model identity, versions,
-    and what :func:`execute` observed): the same wherever the batch runs, this process or a Ray worker."""
-    results, observed = execute(requests, lm, responses)
+    and what :func:`execute` observed): the same wherever the batch runs, this process or a Ray
+    worker. ``together``: the rows the plan computes it with (its decode group), through
+    ``computed``, which keeps the group's answers for its next batches."""
+    results, observed = (computed or Computed()).answers(requests, together or requests, lm, responses)
     return [{"request": request.body(), "request_sha256": request.key,
              "response": result, "response_sha256": sha256_json(result),
              "utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
@@ -155,14 +189,17 @@ def run_batches(plan: RequestPlan, *, done: int, model_for: Callable[[str], Any]
     batch's index and end: the test hook's pause points)."""
     from tqdm.auto import tqdm
 
+    computed = Computed()
     with tqdm(total=len(plan.keys), initial=done, desc=desc, disable=not show_progress, leave=False) as bar:
         for index, (start, stop) in enumerate(plan.batches):
             if stop <= done:
                 continue
             keys = plan.keys[start:stop]
             requests = [plan.requests[k] for k in keys]
+            together = [plan.requests[k] for k in plan.computed_with(index)]
             name = requests[0].model
-            for key, body in zip(keys, compute_batch(requests, model_for(name), responses, identities[name], versions)):
+            for key, body in zip(keys, compute_batch(requests, model_for(name), responses, identities[name], versions,
+                                                     together=together, computed=computed)):
                 record(key, body)
             bar.update(stop - start)
             after_batch(index, stop)

@@ -3,7 +3,8 @@
 Shards: the remaining batches (whole batches of the frozen plan, so every request is computed in
 the same batch as on one machine) split by model, then into blocks of consecutive batches sized
 so each task slot gets about three (by a rough cost: a generation batch counts its token
-budget). A shard whose cot x logprob requests need a generation from an
+budget), never cut inside a decode group (``gridplan``; a group whose first batches are already
+logged travels whole with the shard that computes the rest). A shard whose cot x logprob requests need a generation from an
 earlier shard gets that shard's result as a Ray dependency; generations already logged travel
 with the shard.
 
@@ -33,7 +34,7 @@ from typing import Any
 from .durable import pause_point
 from .errors import ConfigError, ExecutionError
 from .grid import GridConfig, GridModel
-from .gridexec import compute_batch
+from .gridexec import Computed, compute_batch
 from .gridplan import ModelRequest, whole_batches
 from .gridrun import OpenRun
 from .hashing import canonical, sha256_json
@@ -75,6 +76,8 @@ class Shard:
     """Responses of generations this shard's requests continue that are already logged."""
     needs: tuple[int, ...] = ()
     """Earlier shards whose generations this shard's requests continue (Ray dependencies)."""
+    together: dict[int, list[ModelRequest]] = field(default_factory=dict)
+    """Per batch (index into ``batches``) in a decode group: the group's requests, computed whole."""
     folder: str = ""
     """The driver's host and ``--out``: two runs of one plan at once never share a segment."""
     pause_parent: str = ""
@@ -108,22 +111,28 @@ def plan_shards(run: OpenRun, slots: int, threads: int) -> list[Shard]:
     ``1 / (slots * SHARDS_PER_SLOT)`` of the remaining cost (:func:`batch_cost`)."""
     prepared = run.prepared
     models = {m.name: m for m in run.grid.models}
-    remaining = [(a, b) for a, b in prepared.batches if b > run.done]
-    costs = [batch_cost([prepared.requests[k] for k in prepared.keys[a:b]]) for a, b in remaining]
+    remaining = [n for n, (a, b) in enumerate(prepared.batches) if b > run.done]
+    costs = [batch_cost([prepared.requests[k] for k in prepared.keys[slice(*prepared.batches[n])]])
+             for n in remaining]
     target = max(1, math.ceil(sum(costs) / max(1, slots * SHARDS_PER_SLOT)))
-    blocks: list[list[tuple[int, int]]] = []
+    # a decode group's batches stay in one shard, so that it is computed once
+    inside = {n for group in prepared.decode_groups for n in range(group[0] + 1, group[-1] + 1)}
+    grouped = {n for group in prepared.decode_groups for n in group}
+    blocks: list[list[int]] = []
     filled = 0
-    for (a, b), cost in zip(remaining, costs):
-        model = prepared.requests[prepared.keys[a]].model
-        if blocks and prepared.requests[prepared.keys[blocks[-1][0][0]]].model == model and filled < target:
-            blocks[-1].append((a, b))
+    for n, cost in zip(remaining, costs):
+        model = prepared.requests[prepared.keys[prepared.batches[n][0]]].model
+        if blocks and prepared.requests[prepared.keys[prepared.batches[blocks[-1][0]][0]]].model == model and (
+                filled < target or n in inside):
+            blocks[-1].append(n)
             filled += cost
         else:
-            blocks.append([(a, b)])
+            blocks.append([n])
             filled = cost
     shards: list[Shard] = []
     owner: dict[str, int] = {}
-    for index, block in enumerate(blocks):
+    for index, numbers in enumerate(blocks):
+        block = [prepared.batches[n] for n in numbers]
         start, stop = block[0][0], block[-1][1]
         keys = prepared.keys[start:stop]
         requests = [prepared.requests[k] for k in keys]
@@ -140,7 +149,10 @@ def plan_shards(run: OpenRun, slots: int, threads: int) -> list[Shard]:
         shards.append(Shard(index=index, model=models[name], keys=keys, requests=requests,
                             batches=[(a - start, b - start) for a, b in block], run_anchor=run.anchor,
                             identity=run.identities[name], versions=run.versions, threads=threads, known=known,
-                            needs=tuple(sorted(needs)), folder=f"{socket.gethostname()}:{run.out.resolve()}",
+                            needs=tuple(sorted(needs)),
+                            together={i: [prepared.requests[k] for k in prepared.computed_with(n)]
+                                      for i, n in enumerate(numbers) if n in grouped},
+                            folder=f"{socket.gethostname()}:{run.out.resolve()}",
                             pause_parent=str(run.out.parent.resolve())))
         owner.update((k, index) for k in keys)
     return shards
@@ -201,11 +213,13 @@ def run_shard(shard: Shard, *upstream: ShardResult) -> ShardResult:
         resumed = journal.open(align=shard.keep)
     for key, body in zip(shard.keys, resumed.bodies):
         responses[key] = body["response"]
+    computed = Computed()
     for n, (start, stop) in enumerate(shard.batches, start=1):
         if stop <= len(resumed.bodies):
             continue
         requests = shard.requests[start:stop]
-        bodies = compute_batch(requests, _worker_model(shard.model), responses, shard.identity, shard.versions)
+        bodies = compute_batch(requests, _worker_model(shard.model), responses, shard.identity, shard.versions,
+                               together=shard.together.get(n - 1), computed=computed)
         for key, body in zip(shard.keys[start:stop], bodies):
             journal.append(key, body)
             responses[key] = body["response"]

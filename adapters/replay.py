@@ -1,8 +1,8 @@
 """The replay gate: the logged requests asked again later, byte for byte, and read back the same way.
 
 ``safetyrepro gate RUN --replay`` asks the chosen share of configurations' requests again (the
-logged bodies, the run's own batches at the thread count each logged, a dependent request after
-its *logged* generation) through the engine that computed them (``gridexec.execute``) into
+logged bodies, the run's own batches -- a batch in a decode group computed with its whole group --
+at the thread count each logged, a dependent request after its *logged* generation) through the engine that computed them (``gridexec.execute``) into
 ``gates/replay.jsonl``, a hash-chained journal (resumable, verifiable; a replay that replaces an
 earlier one is written beside it and renamed over it when complete). :func:`replay_gate` reads it
 back through each cell's scorer and compares predictions and rankings with the run's.
@@ -22,7 +22,7 @@ import numpy as np
 
 from .durable import replace_file
 from .errors import ConfigError
-from .gridexec import execute, pinned_threads
+from .gridexec import Computed, pinned_threads
 from .gridlayout import GATES_FOLDER, GATES_FORMAT, GATES_MARKER, REPLAY_LOG, REPLAY_NEXT
 from .gridoutput import cell_records
 from .gridplan import ModelRequest
@@ -94,6 +94,8 @@ def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, s
     logged = {k: body["response"] for k, body in results.events.items()}
     done = len(resumed.bodies)
     loaded = None
+    computed = Computed()
+    index_of = {batch: n for n, batch in enumerate(results.prepared.batches)}
     with tqdm(total=len(keys), initial=done, desc="replay", disable=not show_progress) as bar:
         position = 0
         for a, b in batches:
@@ -102,12 +104,14 @@ def run_replay(results: GridResults, *, notify: Callable[[str], None] = print, s
                 continue
             batch = results.prepared.keys[a:b]
             requests = [ModelRequest(**results.events[k]["request"]) for k in batch]
+            together = [ModelRequest(**results.events[k]["request"])
+                        for k in results.prepared.computed_with(index_of[(a, b)])]
             if loaded != requests[0].model:  # model-major: the previous one is done
                 if loaded is not None:
                     release_models()
                 lm, loaded = load_model(specs[requests[0].model]), requests[0].model
             with pinned_threads(results.events[batch[0]].get("threads")):  # as the run computed it
-                answers, observed = execute(requests, lm, logged)
+                answers, observed = computed.answers(requests, together, lm, logged)
             for key, answer, seen in zip(batch, answers, observed):
                 journal.append(key, {"request_sha256": key, "response": answer,
                                      "response_sha256": sha256_json(answer),

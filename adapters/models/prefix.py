@@ -34,10 +34,12 @@ from typing import Any
 from ..errors import ConfigError
 from .base import continuation_score
 
-ENGINE = "context-states/2"
+ENGINE = "context-states/3"
 """What computes a grid's local requests (recorded in every model identity of a run's log, so a
 log computed another way is not resumed by this one). /1 computed each context in one forward;
-/2 computes it as a chain of turn segments shared across contexts (the last bits differ)."""
+/2 computes it as a chain of turn segments shared across contexts (the last bits differ); /3
+decodes the plan's decode groups (``gridplan``: cot generations between their candidates) as one
+batch each instead of one row at a time (their last bits differ)."""
 
 CACHE_MB_ENV = "SAFETYREPRO_STATE_CACHE_MB"
 DEFAULT_CACHE_MB = 512
