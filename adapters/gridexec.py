@@ -79,9 +79,11 @@ def execute(requests: list[ModelRequest], lm: Any, responses: dict[str, Any]) ->
 
 class Computed:
     """A batch's answers, computed with the rows the plan computes it with
-    (:meth:`~.gridplan.RequestPlan.computed_with`): a batch in a decode group is computed with its
-    whole group, once for the group's batches that follow (the last group's answers are kept, by
-    its keys and torch's thread count: the replay gate pins each batch to the count it logged)."""
+    (:meth:`~.gridplan.RequestPlan.computed_with`): on local weights a batch in a decode group is
+    computed with its whole group, once for the group's batches that follow (the last group's
+    answers are kept, by its keys and torch's thread count: the replay gate pins each batch to the
+    count it logged). An endpoint's batch is asked alone, as before groups: the server decides
+    its own batching, so a group buys it no bits, and would re-ask rows a resumed run has logged."""
 
     def __init__(self) -> None:
         self.slot: tuple[Any, ...] | None = None
@@ -91,10 +93,9 @@ class Computed:
                 responses: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any]]]:
         """What :func:`execute` answers ``requests`` (a batch), computing ``together`` (its group,
         which holds it) where that is more."""
-        if [r.key for r in together] == [r.key for r in requests]:
+        if hasattr(lm, "exchange") or [r.key for r in together] == [r.key for r in requests]:
             return execute(requests, lm, responses)
-        threads = None if hasattr(lm, "exchange") else _torch_threads()
-        slot = (tuple(r.key for r in together), threads)
+        slot = (tuple(r.key for r in together), _torch_threads())
         if slot != self.slot:
             answers, observed = execute(together, lm, responses)
             self.slot, self.found = slot, {r.key: (a, o) for r, a, o in zip(together, answers, observed)}
