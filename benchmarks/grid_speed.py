@@ -29,7 +29,7 @@ peak memory <= the model + 1.5 GB.
 
     .venv/bin/python benchmarks/grid_speed.py                       # the mini preset (72 cells, 8 items)
     .venv/bin/python benchmarks/grid_speed.py --limit 2 --max-new-tokens 16 --sample-cells 6
-    .venv/bin/python benchmarks/grid_speed.py --grid examples/stats_demo_grid.yaml --limit 6 \
+    .venv/bin/python benchmarks/grid_speed.py --grid examples/stats_demo_grid.yaml --limit 6 \\
         --sample-cells 6 --baseline 1d48db4                         # the demonstration grid, before/after
 """
 
@@ -291,7 +291,7 @@ def unique_tokens(lm, requests, outputs: dict[str, str]) -> tuple[int, int]:  # 
 
 def plan_decoding(prepared, events: Path, lm, model: str) -> dict[int, tuple[int, int]]:  # noqa: ANN001
     """Per batch size, (generation batches, sequential decoding steps) of one model's batches in
-    the plan, as (b) computed them: a batch steps until its longest row's end (its first token
+    the plan, as (b) computed them (a decode group counted once, as one batch of its rows): a batch steps until its longest row's end (its first token
     comes from the context's logits; an EOS ends a row and is not in its text, so the count is
     re-encoded from the text: close, not exact, where a text re-encodes to other tokens)."""
     import json
@@ -299,13 +299,16 @@ def plan_decoding(prepared, events: Path, lm, model: str) -> dict[int, tuple[int
     lines = events.read_text().splitlines()[1:]
     responses = {entry["key"]: entry["body"]["response"] for entry in map(json.loads, lines)}
     found: dict[int, tuple[int, int]] = {}
-    for start, stop in prepared.batches:
+    seen: set[tuple[str, ...]] = set()
+    for index, (start, stop) in enumerate(prepared.batches):
         first = prepared.requests[prepared.keys[start]]
-        if first.kind != "generate" or first.model != model:
+        rows = tuple(prepared.computed_with(index))  # a decode group is decoded once, whole
+        if first.kind != "generate" or first.model != model or rows in seen:
             continue
-        longest = max(len(lm.encode(responses[k])) + 1 for k in prepared.keys[start:stop])
-        n, steps = found.get(stop - start, (0, 0))
-        found[stop - start] = (n + 1, steps + min(longest, first.max_new_tokens) - 1)
+        seen.add(rows)
+        longest = max(len(lm.encode(responses[k])) + 1 for k in rows)
+        n, steps = found.get(len(rows), (0, 0))
+        found[len(rows)] = (n + 1, steps + min(longest, first.max_new_tokens) - 1)
     return found
 
 
