@@ -4,9 +4,9 @@ Shards: the remaining batches (whole batches of the frozen plan, so every reques
 the same batch as on one machine) split by model, then into blocks of consecutive batches sized
 so each task slot gets about three (by a rough cost: a generation batch counts its token
 budget), never cut inside a decode group (``gridplan``; a group whose first batches are already
-logged travels whole with the shard that computes the rest). A shard whose cot x logprob requests need a generation from an
-earlier shard gets that shard's result as a Ray dependency; generations already logged travel
-with the shard.
+logged travels whole with the shard that computes the rest). A shard whose cot x logprob requests
+need a generation from an earlier shard gets that shard's result as a Ray dependency;
+generations already logged travel with the shard.
 
 Each shard runs as a Ray task with its own chained log segment (``journal.py`` format, anchored to
 the run's anchor and the shard's request keys) in the worker node's temporary folder. A worker

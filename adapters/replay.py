@@ -2,10 +2,11 @@
 
 ``safetyrepro gate RUN --replay`` asks the chosen share of configurations' requests again (the
 logged bodies, the run's own batches -- a batch in a decode group computed with its whole group --
-at the thread count each logged, a dependent request after its *logged* generation) through the engine that computed them (``gridexec.execute``) into
-``gates/replay.jsonl``, a hash-chained journal (resumable, verifiable; a replay that replaces an
-earlier one is written beside it and renamed over it when complete). :func:`replay_gate` reads it
-back through each cell's scorer and compares predictions and rankings with the run's.
+at the thread count each logged, a dependent request after its *logged* generation) through the
+engine that computed them (``gridexec.Computed``) into ``gates/replay.jsonl``, a hash-chained
+journal (resumable, verifiable; a replay that replaces an earlier one is written beside it and
+renamed over it when complete). :func:`replay_gate` reads it back through each cell's scorer and
+compares predictions and rankings with the run's.
 """
 
 from __future__ import annotations
