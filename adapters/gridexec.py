@@ -1,10 +1,10 @@
 """Executing the grid's requests: one batch through a model -> the log entries' bodies.
 
 The same code computes a batch wherever it runs -- the local executor, a Ray shard, the replay
-gate -- so a response means the same thing on every path, and each batch among the same rows: its
-plan's decode group, computed whole (:class:`Computed`). A local model's answers' last bits
-depend on torch's thread count (:func:`pinned_threads`); an endpoint's exchanges carry what the
-observer saw (raw answer, fingerprint, retries, times).
+gate -- so a response means the same thing on every path, and on local weights each batch among
+the same rows: its plan's decode group, computed whole (:class:`Computed`). A local model's
+answers' last bits depend on torch's thread count (:func:`pinned_threads`); an endpoint's
+exchanges carry what the observer saw (raw answer, fingerprint, retries, times).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from .gridplan import ModelRequest, RequestPlan
 from .hashing import sha256_json
 from .requests import logprob_context
 
-__all__ = ["Computed", "FingerprintWatch", "compute_batch", "endpoint_observations", "execute", "pinned_threads", "request_pair",
-           "run_batches"]
+__all__ = ["Computed", "FingerprintWatch", "compute_batch", "endpoint_observations", "execute", "pinned_threads",
+           "request_pair", "run_batches"]
 
 
 @contextlib.contextmanager

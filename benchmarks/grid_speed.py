@@ -291,9 +291,10 @@ def unique_tokens(lm, requests, outputs: dict[str, str]) -> tuple[int, int]:  # 
 
 def plan_decoding(prepared, events: Path, lm, model: str) -> dict[int, tuple[int, int]]:  # noqa: ANN001
     """Per batch size, (generation batches, sequential decoding steps) of one model's batches in
-    the plan, as (b) computed them (a decode group counted once, as one batch of its rows): a batch steps until its longest row's end (its first token
-    comes from the context's logits; an EOS ends a row and is not in its text, so the count is
-    re-encoded from the text: close, not exact, where a text re-encodes to other tokens)."""
+    the plan, as (b) computed them (a decode group counted once, as one batch of its rows): a batch
+    steps until its longest row's end (its first token comes from the context's logits; an EOS
+    ends a row and is not in its text, so the count is re-encoded from the text: close, not exact,
+    where a text re-encodes to other tokens)."""
     import json
 
     lines = events.read_text().splitlines()[1:]

@@ -50,7 +50,8 @@ def test_groups_hold_the_one_row_generations_between_their_candidates() -> None:
     # a batch outside every group is computed alone; batches of one row cannot be grouped
     assert prepared.computed_with(alone[0]) == prepared.keys[slice(*prepared.batches[alone[0]])]
     assert prepared_plan(batch_size=1).decode_groups == []
-    # the grouping is a view of the plan: its requests and batches are the same without it
+    # regex cells' generations fill their batches: nothing to group (that the grouping leaves the
+    # plan's requests and batches as they were is pinned in test_hashing)
     assert prepared_plan(scorings=["regex"]).decode_groups == []
 
 
@@ -141,7 +142,8 @@ def test_a_replay_of_part_of_a_group_computes_it_whole(tmp_path, lm, monkeypatch
     monkeypatch.setattr(HFLanguageModel, "decode", noted)
     replayed = cli("gate", "g", "--replay", cwd=tmp_path)
     assert replayed.returncode == 0, replayed.stderr[-2000:]
-    entries = [json.loads(line)["body"] for line in (tmp_path / "g" / "gates" / "replay.jsonl").read_text().splitlines()[1:]]
+    log = (tmp_path / "g" / "gates" / "replay.jsonl").read_text().splitlines()[1:]
+    entries = [json.loads(line)["body"] for line in log]
     assert entries and all(e["identical"] for e in entries)
     # the crossing group was decoded whole, once: its four rows, not the replayed part alone
     assert 4 in rows and rows.count(4) == 1, rows
