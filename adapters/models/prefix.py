@@ -42,11 +42,14 @@ decodes the plan's decode groups (``gridplan``: cot generations between their ca
 batch each instead of one row at a time (their last bits differ)."""
 
 CACHE_MB_ENV = "SAFETYREPRO_STATE_CACHE_MB"
-DEFAULT_CACHE_MB = 512
+DEFAULT_CACHE_MB = 128
 """The byte bound of the kept segments, in MiB (the environment variable overrides it; 0 keeps
 nothing, which changes the speed and never the bits). SmolLM2-135M in fp32 keeps 46 KB per token,
-so 512 MiB hold about 11,600 tokens: a grid's shared system and exemplar turns with room for the
-items' own turns of a batch or two."""
+so 128 MiB hold about 2,900 tokens: a cell's shared system and exemplar turns (the plan keeps a
+cell's items together) with room for a decode group's own turns. Measured on the mini grid
+(docs/grid.md): 512 and 128 MiB ran it in the same time within 3%, and 512 put the run's peak
+memory past the model + 1.5 GB target (2.10 GiB, 1.65 at 128). A larger model keeps more per token
+and needs a larger bound for its shared turns to be kept at all."""
 
 MIN_SEGMENT = 16
 """The fewest tokens a turn needs to start a segment (:func:`cuts`): the generation prompt
