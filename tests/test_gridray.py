@@ -79,6 +79,26 @@ def test_shards_cover_the_remaining_batches_once_in_plan_order(local: Path, tmp_
         assert all(n < shard.index for n in shard.needs)
         owner.update((k, shard.index) for k in shard.keys)
     assert len({s.model.name for s in shards}) == 2 and len(shards) > 2
+    # A decode group is never cut (its batches left stay in one shard, even where every other
+    # batch is a shard of its own), and each of its batches carries the whole group's requests.
+    prepared = run.prepared
+    assert prepared.decode_groups, "the cot x logprob cells' generations form decode groups"
+    for slots in (2, 50):
+        shards = plan_shards(run, slots=slots, threads=1)
+        where = {}
+        for shard in shards:
+            start = prepared.keys.index(shard.keys[0])
+            for i, (a, b) in enumerate(shard.batches):
+                n = prepared.batches.index((start + a, start + b))
+                where[n] = shard.index
+                together = shard.together.get(i)
+                if together is None:
+                    assert len(prepared.computed_with(n)) == b - a
+                else:
+                    assert [r.key for r in together] == prepared.computed_with(n)
+        for group in prepared.decode_groups:
+            assert len({where[n] for n in group if n in where}) <= 1, (slots, group)
+    assert len(shards) > len(prepared.decode_groups) + 2, "at 50 slots the other batches are cut apart"
 
 
 def test_a_ray_run_with_a_worker_killed_mid_shard_equals_the_local_run(local: Path, tmp_path: Path) -> None:
