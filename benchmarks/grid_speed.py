@@ -149,9 +149,10 @@ def main() -> None:
     costs = ", ".join(f"{x * 1000:.0f}" for x in step_costs)
     print(f"(d') with decoding:   {d + d_steps:8.1f} s  ((d) + {steps:,} sequential decoding steps at {costs} ms, "
           f"one batch-{grid.batch_size} step's forward)")
-    print("    (b)'s plan decoded " + ", ".join(f"{n} batches of {size} row(s) in {size_steps:,} steps"
-                                            for size, (n, size_steps) in sorted(planned.items()))
-          + f": at the step costs measured here, {planned_s:.1f} s of decoding; (d) + that = {d + planned_s:.1f} s")
+    if planned:  # a logprob-only grid decodes nothing
+        print("    (b)'s plan decoded " + ", ".join(f"{n} batches of {size} row(s) in {size_steps:,} steps"
+                                                for size, (n, size_steps) in sorted(planned.items()))
+              + f": at the step costs measured here, {planned_s:.1f} s of decoding; (d) + that = {d + planned_s:.1f} s")
     print(f"(a)/(b) = {a / b:.1f}  (targets >= 10, issue 30: >= 30)")
     print(f"(c)/(b) = {c / b:.2f}  (target >= 0.7)")
     print(f"(d)/(b) = {d / b:.3f}  (issue 30 target >= 0.5);  (d')/(b) = {(d + d_steps) / b:.3f}")
