@@ -498,8 +498,12 @@ def test_statistics_count_a_measurement_once_on_a_real_run(tmp_path: Path) -> No
          "same_measurement_as": [f"template=minimal scoring=logprob fewshot={k} decoding=t0.7"]} for k in (0, 3)]
     assert tier["flips"][0]["n_configs"] == 2 and len(tier["gaps"]) == 2
     assert {g["config"].split()[-1] for g in tier["gaps"]} == {"decoding=greedy"}
-    # 6 items: exact tests, and a 6-0 split could reach 0.05, so none is "too small".
-    assert all(g["exact"] and g["status"] != "too small to resolve" for g in tier["gaps"])
+    # 6 items: exact tests; a comparison is "too small" exactly where no arrangement of its
+    # discordant items could reach 0.05 (how many there are is the models' business: fp32 and bf16
+    # disagree on more or fewer items with the CPU's bf16 kernels, so no count is asserted).
+    for g in tier["gaps"]:
+        assert g["exact"] and g["discordant"] <= 6
+        assert (g["status"] == "too small to resolve") == (g["discordant"] > 0 and g["smallest_p"] >= 0.05), g
     # Decoding cannot act here, so it is no factor of the attribution.
     assert "decoding" not in {r["term"] for r in tier["attribution"]}
     markdown = (tmp_path / "g" / "report" / "report.md").read_text()

@@ -290,7 +290,12 @@ class HFLanguageModel:
         if fresh or self._states is None:
             from .prefix import StateCache
 
-            self._states = (StateCache(self.model, turn_start=self.formatter.turn_start())
+            # NF4 on bitsandbytes' bf16-packed CPU kernel moves a loglikelihood by up to ~7e-2 with
+            # the forward's shape alone (docs/scoring.md, "NF4 on CPU"), so a context cut into
+            # turn segments is not what a harness's single forward computes: there each context
+            # is one segment, which keeps the NF4 agreement by construction (and costs the sharing).
+            shape_sensitive = self.info.runtime.get("nf4_cpu_kernel") == "bf16-packed"
+            self._states = (StateCache(self.model, turn_start=None if shape_sensitive else self.formatter.turn_start())
                             if self._plain_sampling() else False)
         return self._states
 
