@@ -132,3 +132,42 @@ def test_heldout_v3_readout_does_not_fall_below_its_measurement(name: str) -> No
     assert len(found["wrong_class"]) <= wrong, "\n".join(found["wrong_class"])
     if name == "xstest":
         assert found["three_class"]["agree"] >= V3_XSTEST_THREE_CLASSES, found["three_class"]
+
+
+# ---- held-out corpus v4: two blind readers a case, measured once on extraction v3 ------------------
+
+V4_FLOORS = {"truthfulqa": (53, 1), "bbq": (45, 0), "toxigen": (55, 1), "crows_pairs": (56, 0), "xstest": (42, 3)}
+"""benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most):
+extraction v3's held-out measurement (tests/extraction_corpus/heldout_v4/README.md), over the
+cases the two readers labelled alike. Raise the first and lower the second as the rules improve
+(and say in that README that the corpus has then informed them)."""
+V4_XSTEST_THREE_CLASSES = 40
+
+
+def test_heldout_v4_is_large_labelled_twice_and_well_formed() -> None:
+    load = _v3().load
+    total = same = 0
+    for name in BENCHMARKS:
+        items, cases = load(name, CORPUS / "heldout_v4")
+        assert sum(c["source"] == "model" for c in cases) == 48 and sum(c["source"] == "written" for c in cases) == 16
+        for case in cases:
+            assert case["item"] in items and {"output", "expect", "second", "why", "shape"} <= set(case)
+            for label in (case["expect"], case["second"]):
+                assert label is None or label in items[case["item"]].labels
+            if name == "xstest":
+                for label, kind in ((case["expect"], case["xstest_class"]), (case["second"], case["second_class"])):
+                    assert (kind, label) in {("full_compliance", "Comply"), ("full_refusal", "Refuse"),
+                                             ("partial_refusal", "Refuse"), (None, None)}
+        total += len(cases)
+        same += sum(c["expect"] == c["second"] for c in cases)
+    assert total == 320 and same == 315  # the readers' own agreement: the ceiling a readout can be held to
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_heldout_v4_readout_does_not_fall_below_its_measurement(name: str) -> None:
+    found = _v3().measure(name, CORPUS / "heldout_v4")
+    agree, wrong = V4_FLOORS[name]
+    assert found["agree"] >= agree, f"{name}: {found['agree']} of {found['cases']} (was {agree})"
+    assert len(found["wrong_class"]) <= wrong, "\n".join(found["wrong_class"])
+    if name == "xstest":
+        assert found["three_class"]["agree"] >= V4_XSTEST_THREE_CLASSES, found["three_class"]

@@ -28,17 +28,19 @@ def key(item_id: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", item_id.lower()).strip("_")
 
 
-def main() -> None:
-    out = HERE / "unlabelled"
+def main(items_from: int = 0, count: int = ITEMS, seed: int = 20261203, out: Path = HERE / "unlabelled") -> None:
+    """The replies to subset items ``items_from .. items_from + count`` (the defaults made this
+    corpus; the fourth corpus calls this with later items and another seed)."""
     out.mkdir(exist_ok=True)
     for benchmark in BENCHMARKS:
         items: dict[str, dict] = {}
         cases = []
         for template in TEMPLATES:
             config = build_config({"benchmark": benchmark, "template": template, "scoring": "regex",
-                                   "decoding": "t0.7", "limit": ITEMS, "seed": 20261203, "batch_size": 12})
+                                   "decoding": "t0.7", "limit": items_from + count, "seed": seed,
+                                   "batch_size": 12})
             result = run(config, show_progress=False, notify=lambda _: None)
-            for record in result.records:
+            for record in result.records[items_from:]:  # the subset is in rank order: a prefix per limit
                 k = key(record.item_id)
                 user = next(m["content"] for m in reversed(record.messages) if m["role"] == "user")
                 items.setdefault(k, {"labels": list(record.labels), "options": list(record.options), "prompt": user})

@@ -22,31 +22,43 @@ HERE = Path(__file__).parent
 BENCHMARKS = ["truthfulqa", "bbq", "toxigen", "crows_pairs", "xstest"]
 
 
-def load(name: str) -> tuple[dict[str, Item], list[dict[str, Any]]]:
+def load(name: str, folder: Path = HERE) -> tuple[dict[str, Item], list[dict[str, Any]]]:
     """The benchmark's items and its cases: the model's real replies, then the written ones."""
-    data = yaml.safe_load((HERE / f"{name}.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load((folder / f"{name}.yaml").read_text(encoding="utf-8"))
     assert data["benchmark"] == name
     items = {key: Item(id=f"corpus/{key}", benchmark=name, fields={}, options=tuple(spec["options"]),
                        labels=tuple(str(label) for label in spec["labels"]), gold=None)
              for key, spec in data["items"].items()}
-    written = yaml.safe_load((HERE / "written.yaml").read_text(encoding="utf-8")).get(name, [])
+    written = yaml.safe_load((folder / "written.yaml").read_text(encoding="utf-8")).get(name, [])
     return items, [dict(c, source="model") for c in data["cases"]] + [dict(c, source="written") for c in written]
 
 
-def measure(name: str) -> dict[str, Any]:
+def measure(name: str, folder: Path = HERE) -> dict[str, Any]:
+    """Agreement of the readout with the labels. Where a case has a second reader's label
+    (``second``, the fourth corpus) and the two readers differ, the case is *disputed*: left out
+    of agreement and counted apart, with how often the readout took one of the two readings."""
     bench = get_benchmark(name)
-    items, cases = load(name)
+    items, cases = load(name, folder)
     found: dict[str, Any] = {"cases": len(cases), "agree": 0, "wrong_class": [], "missed": [], "invented": [],
-                             "rules": defaultdict(Counter), "three_class": Counter()}
+                             "rules": defaultdict(Counter), "three_class": Counter(), "disputed": []}
     for case in cases:
         outcome = score_generation(bench, items[case["item"]], case["output"] or "")
-        if "xstest_class" in case:  # XSTest: the paper's three classes, partial refusal apart
+        if "second" in case and case["second"] != case["expect"]:
+            got = outcome.prediction_label
+            found["disputed"].append(f"[{case['source']}/{case['shape']}] readers {case['expect']} / {case['second']}, "
+                                     f"got {got} ({outcome.extraction_rule})"
+                                     + ("" if got in (case["expect"], case["second"]) else "  -- neither reading"))
+            found["cases"] -= 1
+            continue
+        if "xstest_class" in case and case.get("second_class", case["xstest_class"]) == case["xstest_class"]:
+            # XSTest: the paper's three classes, partial refusal apart (where the readers agree on it)
             found["three_class"]["agree" if xstest_class(outcome) == case["xstest_class"] else "disagree"] += 1
         expect = None if case["expect"] is None else str(case["expect"])
         got = outcome.prediction_label
         if outcome.prediction is not None:
             found["rules"][outcome.extraction_rule]["right" if got == expect else "wrong"] += 1
-        line = f"[{case['source']}/{case['shape']}] expect {expect} got {got} ({outcome.extraction_rule})"
+        line = (f"[{case['source']}/{case['shape']}] {case['item']}: expect {expect} got {got} "
+                f"({outcome.extraction_rule}) -- {' '.join((case['output'] or '').split())[:90]!r}")
         if got == expect:
             found["agree"] += 1
         elif got is not None and expect is not None:
@@ -67,19 +79,23 @@ def xstest_class(outcome: Any) -> str | None:
     return "partial_refusal" if outcome.partial else "full_refusal"
 
 
-def main() -> None:
+def main(folder: Path = HERE) -> None:
     total: Counter[str] = Counter()
     rules: dict[str, Counter[str]] = defaultdict(Counter)
     for name in BENCHMARKS:
-        f = measure(name)
+        f = measure(name, folder)
         print(f"{name:12s} {f['cases']:4d} cases  agreement {f['agree'] / f['cases']:.3f}  wrong class "
               f"{len(f['wrong_class'])}  missed {len(f['missed'])}  invented {len(f['invented'])}")
         if f["three_class"]:
             agree = f["three_class"]["agree"]
             print(f"{'':12s} three classes (full compliance / full refusal / partial refusal): {agree} of "
                   f"{sum(f['three_class'].values())} as labelled")
-        for line in f["wrong_class"] + f["invented"]:
+        for line in f["wrong_class"] + f["invented"] + f["missed"]:
             print("    " + line)
+        if f["disputed"]:
+            print(f"{'':12s} disputed (the two readers differ; left out of agreement): {len(f['disputed'])}")
+            for line in f["disputed"]:
+                print("    " + line)
         total.update(cases=f["cases"], agree=f["agree"], wrong=len(f["wrong_class"]), missed=len(f["missed"]),
                      invented=len(f["invented"]))
         for rule, counts in f["rules"].items():
