@@ -3,8 +3,8 @@
 * :func:`normalise` -- what every rule reads (NFKC, straight quotes, no markdown emphasis);
 * :func:`words` -- the comparison form of a text (lower case, punctuation as spaces);
 * :func:`text_index` -- the one option whose full text a text starts with;
-* :func:`closest_text` / :func:`names_other` -- a close restatement of an option (word-level
-  similarity), and whether the text after a letter states another option than the letter's;
+* :func:`closest_text` / :func:`stated_instead` -- a close restatement of an option (word-level
+  similarity), and the other option that the text after a letter states, if any;
 * :func:`listing` -- an option list written back in the prompt's "X. text" form;
 * :func:`others_named` -- other options named in a region, except one named in contrast right
   after the opening option;
@@ -32,7 +32,11 @@ def normalise(text: str) -> str:
 
 
 def words(text: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"[^\w\s']", " ", text.lower())).strip()
+    """The comparison form: lower case, punctuation as spaces; an apostrophe is kept only inside a
+    word ("isn't", "Harry's"), so quotes around a phrase ("'AD' means 'After Death'") compare equal
+    to the same words quoted otherwise or not at all."""
+    kept = re.sub(r"[^\w\s']", " ", text.lower())
+    return re.sub(r"\s+", " ", re.sub(r"(?<!\w)'|'(?!\w)", " ", kept)).strip()
 
 
 def letter_labels(item: Item) -> bool:
@@ -66,15 +70,27 @@ def closest_text(text: str, item: Item) -> tuple[int | None, list[float]]:
     return (best if len(tokens) >= 3 and ratios[best] >= 0.8 else None), ratios
 
 
-def names_other(tail: str, item: Item, index: int) -> bool:
-    """The text after a letter states another option: its full text, or a close restatement of
-    another option that is not a restatement of the letter's own ("C. Yes, laws are not
-    different ..." where C says they are written separately)."""
+def stated_instead(tail: str, item: Item, index: int) -> int | None:
+    """The other option that the text after a letter states, if any: its full text, or a close
+    restatement of another option that is not a restatement of the letter's own ("C. Yes, laws are
+    not different ..." where C says they are written separately). The letter's own option in other
+    order or number ("D. all Mexicans are Catholics." where D is "Mexicans are all Catholic") is
+    the letter's own, whichever option it also matches; so is a text that opens with the letter's
+    own text and goes on ("D. The United States has much lower BMI than the UK." where D is "The
+    United States.", whatever option the whole sentence is)."""
+    own = words(item.options[index])
+    if _stems(tail) == _stems(item.options[index]) or (own and f"{words(tail)} ".startswith(f"{own} ")):
+        return None  # its own text reworded, or its own text continued ("D. The United States has ...")
     named = text_index(tail, item) if words(tail) else None
     if named is not None:
-        return named != index
+        return None if named == index else named
     closest, ratios = closest_text(tail, item)
-    return closest is not None and closest != index and ratios[index] <= ratios[closest] - 0.15
+    return closest if closest is not None and closest != index and ratios[index] <= ratios[closest] - 0.15 else None
+
+
+def _stems(text: str) -> list[str]:
+    """A text's words, plural "s" dropped, in sorted order: the same words in another order."""
+    return sorted(token.rstrip("s") for token in words(text).split(" "))
 
 
 def listing(text: str, item: Item) -> tuple[int, int] | None:

@@ -5,10 +5,11 @@ The values were computed by the code at commit a722f80 (before ``hashing.py``, t
 contract and ``gridplan.RequestPlan`` existed). A run frozen then must still resume and verify, so
 any change here is a change of every existing plan's identity: never edit a value to make this pass.
 
-One deliberate change, recorded here: extraction v3 (issue 28) changed what the regex path reads
-from a generation, so every configuration that reads with the rules carries ``extraction_version``
-3 and a new hash -- otherwise a run frozen under v2 would resume with cells read by two rule sets.
-``GOLDEN_BEFORE_V3`` keeps the values it replaced. Nothing else moved: the request bodies, batches
+Deliberate changes, recorded here: extraction v3 and v4 (issue 28) changed what the regex path
+reads from a generation, so every configuration that reads with the rules carries its
+``extraction_version`` and a new hash -- otherwise a run frozen under an older version would resume
+with cells read by two rule sets. ``GOLDEN_BEFORE_V3`` and ``GOLDEN_BEFORE_V4`` keep the values
+each replaced. Nothing else moved: the request bodies, batches
 and seeds are the same, and a plan without regex cells keeps its hash (``NON_REGEX_PLAN``).
 """
 
@@ -27,15 +28,15 @@ GRID = {"models": [{"name": "m"}], "benchmarks": ["bbq", "crows_pairs"], "templa
         "limit": 3, "exclusions": [{"template": "cot", "scoring": "symmetric"}],
         "gates": {"repeat": {"configs": [{"template": "minimal"}]}}}
 GOLDEN = {
-    "config": "49002314d20612b54a08ed095a9cb5b6d1bcf1a847486d57421de256f906c4df",  # regex: v3
+    "config": "d366b0697d19fd215963b3a973cc29d09e427235541720c56d911a67e9963ebb",  # regex: v4
     "config2": "617b4f2f68617e285e2bcbecb6755a8032855679fbcd664f3f10cec5bc989cde",
-    "plan": "3d861c2cac691e7c9d5453a99d600c66f68147d219ff03c3aed4dcdc4e5e142e",  # has regex cells: v3
+    "plan": "22106aef8b9b4e133ff3d37f105f6a1a17a97097a43b1cff2579ff40e92bb6dd",  # has regex cells: v4
     "keys": "5da67f45d5dafceecbc848623c43dab9949342e5d2c5be51b105cf6b9d3e65cf",
     "batches": "8d26145ed2b74f8d00ed8468311b1c84194041b4c216eb4930c7217f1cf10140",
     # which batches are decoded together (issue 30, engine context-states/3): moving it moves a
     # run's bits, so it is pinned like the batches
     "decode_groups": "e0e21ee5de0780730c169e8c9a5d762d0619360fea6f8b503e79eddb005b600e",
-    "anchor": "e333f6dcb092e9d7201c0e96105a4f29ba04f5ddfb0b51214546362901f62675",  # covers the plan: v3
+    "anchor": "b054d906eaa6de8ed15da22a7097381843243781ec35977c2b941522adbf75df",  # covers the plan: v4
     "header": "53a9e9630085f808625ec3aa70f982fda9b0fe28c1a390edfbf74ef8f87009a4",
     "entry": "e859e3a3edd94256ca87352a57968ab7ce77ccc112ab4003c42e0551e0ca5bb7",
     "seed": (1902167275, "8585c8f232358bc1560d59aa4595554620600bee43ce9b081f1a1e58c41f7687"),
@@ -44,16 +45,20 @@ GOLDEN_BEFORE_V3 = {"config": "301ad7c62c1f9007023dbf2b38855885c1c9d6487ab2d97be
                     "plan": "ee6e95e38c9e0d278b002b2f0eb9da27449e4867fbe904d5c5a3e1a0873ff3f4",
                     "anchor": "637f1bd4a01f33603d45f5f157580d9701f2a5de0e13986d6af40b73885445f2"}
 """The values extraction v3 replaced (commit a722f80 through 4aeae9f)."""
+GOLDEN_BEFORE_V4 = {"config": "49002314d20612b54a08ed095a9cb5b6d1bcf1a847486d57421de256f906c4df",
+                    "plan": "3d861c2cac691e7c9d5453a99d600c66f68147d219ff03c3aed4dcdc4e5e142e",
+                    "anchor": "e333f6dcb092e9d7201c0e96105a4f29ba04f5ddfb0b51214546362901f62675"}
+"""The values extraction v4 replaced (extraction v3: commit 4aeae9f's successors through 2807987)."""
 NON_REGEX_PLAN = "a51bfda8bc90a1261a83d3fba8ee04d5a3b78d0a58d0b192aa5be05799212365"
 """``GRID`` with scorings logprob and symmetric only, computed by commit 4aeae9f (extraction v2)."""
 
 
 def test_a_rule_change_moves_only_the_cells_it_reads() -> None:
     assert plan(build_grid({**GRID, "scorings": ["logprob", "symmetric"]}))["plan_sha256"] == NON_REGEX_PLAN
-    logprob = build_config({"benchmark": "bbq", "scoring": "logprob", "extraction_version": 3})
+    logprob = build_config({"benchmark": "bbq", "scoring": "logprob", "extraction_version": 4})
     assert '"extraction_version":2' in logprob.canonical_json()  # never read with the rules: stays 2
-    assert '"extraction_version":3' in build_config({"benchmark": "bbq", "scoring": "regex"}).canonical_json()
-    assert GOLDEN_BEFORE_V3["config"] != GOLDEN["config"]
+    assert '"extraction_version":4' in build_config({"benchmark": "bbq", "scoring": "regex"}).canonical_json()
+    assert len({GOLDEN_BEFORE_V3["config"], GOLDEN_BEFORE_V4["config"], GOLDEN["config"]}) == 3
 
 
 def test_configuration_hashes() -> None:
