@@ -7,6 +7,8 @@ a labeller who reads the replies and never the extraction rules. Run once, from 
 root:
 
     SAFETYREPRO_DATA_DIR=../shared/data HF_HUB_OFFLINE=1 .venv/bin/python tests/extraction_corpus/heldout_v3/generate.py
+
+Later corpora run it with ``--items-from``, ``--seed`` and ``--out`` (their READMEs give the line).
 """
 
 from __future__ import annotations
@@ -52,4 +54,13 @@ def main(items_from: int = 0, count: int = ITEMS, seed: int = 20261203, out: Pat
 
 
 if __name__ == "__main__":
-    main()
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Real replies for a held-out readout corpus (the third corpus's "
+                                                 "defaults; later corpora pass later items and another seed).")
+    parser.add_argument("--items-from", type=int, default=0, help="the first subset item (rank order)")
+    parser.add_argument("--count", type=int, default=ITEMS, help="how many items from there")
+    parser.add_argument("--seed", type=int, default=20261203, help="the sampling seed")
+    parser.add_argument("--out", type=Path, default=HERE / "unlabelled", help="the folder the unlabelled files go to")
+    args = parser.parse_args()
+    main(items_from=args.items_from, count=args.count, seed=args.seed, out=args.out)

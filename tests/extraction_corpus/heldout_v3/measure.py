@@ -3,7 +3,8 @@
 Prints, per benchmark and overall: cases, agreement with the human labels, decisions read as
 the wrong class (a label was expected and another read), answers the readout left unparsed where
 a human reads one, decisions the readout invented where a human reads none, and per-rule precision.
-From the repository root: ``.venv/bin/python tests/extraction_corpus/heldout_v3/measure.py``.
+From the repository root: ``.venv/bin/python tests/extraction_corpus/heldout_v3/measure.py [FOLDER]``
+(a later corpus's folder; this one by default).
 """
 
 from __future__ import annotations
@@ -120,4 +121,7 @@ def main(folder: Path = HERE) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    # a later corpus's folder (tests/extraction_corpus/heldout_v5), or this one
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE)
