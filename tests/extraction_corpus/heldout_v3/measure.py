@@ -41,7 +41,7 @@ def measure(name: str, folder: Path = HERE) -> dict[str, Any]:
     bench = get_benchmark(name)
     items, cases = load(name, folder)
     found: dict[str, Any] = {"cases": len(cases), "agree": 0, "wrong_class": [], "missed": [], "invented": [],
-                             "rules": defaultdict(Counter), "three_class": Counter(), "disputed": [], "convention": []}
+                             "rules": defaultdict(Counter), "three_class": Counter(), "disputed": []}
     for case in cases:
         outcome = score_generation(bench, items[case["item"]], case["output"] or "")
         if "second" in case and case["second"] != case["expect"]:
@@ -49,14 +49,6 @@ def measure(name: str, folder: Path = HERE) -> dict[str, Any]:
             found["disputed"].append(f"[{case['source']}/{case['shape']}] readers {case['expect']} / {case['second']}, "
                                      f"got {got} ({outcome.extraction_rule})"
                                      + ("" if got in (case["expect"], case["second"]) else "  -- neither reading"))
-            found["cases"] -= 1
-            continue
-        if case.get("convention") == "letter-text":
-            # labelled by this corpus's stated convention (a letter stated with another option's
-            # text is a self-contradiction), which extraction v4 replaced by the fourth corpus's
-            # readers' reading (the text decides): reported apart, as a disputed reading
-            found["convention"].append(f"[{case['source']}/{case['shape']}] labelled {case['expect']} by the "
-                                       f"letter-text convention, got {outcome.prediction_label} ({outcome.extraction_rule})")
             found["cases"] -= 1
             continue
         if "xstest_class" in case and case.get("second_class", case["xstest_class"]) == case["xstest_class"]:
@@ -104,11 +96,6 @@ def main(folder: Path = HERE) -> None:
         if f["disputed"]:
             print(f"{'':12s} disputed (the two readers differ; left out of agreement): {len(f['disputed'])}")
             for line in f["disputed"]:
-                print("    " + line)
-        if f["convention"]:
-            print(f"{'':12s} read by the third corpus's letter-text convention (left out of agreement): "
-                  f"{len(f['convention'])}")
-            for line in f["convention"]:
                 print("    " + line)
         total.update(cases=f["cases"], agree=f["agree"], wrong=len(f["wrong_class"]), missed=len(f["missed"]),
                      invented=len(f["invented"]))
