@@ -77,8 +77,10 @@ from dataclasses import dataclass
 
 from .decisions import PARTIAL, Decision, read_decision, strmatch_refused
 from .items import Item
-from .naming import (has_text, letter_labels, listing, negated_mention, normalise, others_named, stated_instead,
-                     text_index, words)
+from .naming import (has_text, letter_labels, listing, marked_with_other, negated_mention, normalise, others_named,
+                     restated, stated_instead, text_index, words)
+from .phrases import (ALTERNATIVES, ANSWER_MARKER, BOTH_LETTERS, CONNECTIVE, DENIAL, FILLER, FORM_ECHO, HEDGE, LEANING,
+                      LETTER_VERDICT, OPTION_MENTION, ORDINAL, PLACEHOLDER, PROMPT_ECHO, REVISION, SENTENCE_START)
 
 EXTRACTION_VERSION = 5
 """Bumped whenever a rule changes what is decided; part of every configuration's hash."""
@@ -91,51 +93,6 @@ MISMATCH = "letter-mismatch"
 """The flag of a decision beside a line that stated another option's letter with its text ("A.
 Protestant people ... The correct answer is B. Protestant people."): the last answer statement,
 after the line, revised it by its letter, and both readings of such lines agree on it."""
-
-ANSWER_MARKER = re.compile(
-    r"(?:\bfinal\s+answer|\bcorrect\s+(?:answer|option)|\bmy\s+answer|\banswer)\s*(?:is|would\s+be|:|-)\s*[:\-]?\s*"
-    r"|\bI(?:'d|\s+would)?\s+(?:choose|pick|select|go\s+with|say)(?:\s*:)?\s+(?:option\s+)?"
-    r"|\bI\s+(?:think|believe)\s+(?=\(?[A-Z]\)?\s+is\b)"
-    r"|(?m:^[# \t]*(?:final\s+)?answer[ \t]*\n+\s*)"
-    r"|\b(?:it's|it\s+is|that's|so|therefore|hence|thus)[,:]?\s+(?=(?:option\s+|choice\s+)?\(?[A-Z]\)?[.!]?\s*$)"
-    r"|\b(?:decision|verdict)\s+(?:is|would\s+be|:)\s*:?\s*"
-    r"|\bthe\s+(?:most|more)\s+(?:likely|plausible)(?:\s+(?:one|sentence|answer|option|statement)(?:\s+(?:in|of|among)"
-    r"\s+(?:the|these|those)\s+(?:given\s+)?(?:examples|options|sentences|two))?)?\s+is\s*:?\s*"
-    r"|\banswer\s+to\s+(?:the|this|your)\s+question\b[^\n]{0,200}?\s+is\s*:?\s*",
-    re.IGNORECASE,
-)
-_FILLER = re.compile(r"^(?:(?:indeed|probably|clearly|definitely|simply|actually|therefore|thus|option|choice|letter"
-                     r"|sentence|statement)\s+)+", re.IGNORECASE)
-"""Words between a marker and its value: "the answer is indeed option D"."""
-_HEDGED = re.compile(
-    r"(?:^|(?<=[.,;:!?\n]))[ \t]*(?:(?:i'm|i\s+am)\s+not\s+(?:fully\s+|entirely\s+|completely\s+|100%\s+)?sure,?\s+but\s+"
-    r"|(?:probably|possibly|perhaps|maybe)[,:]?\s+|my\s+best\s+guess\s+(?:is|would\s+be)\s*:?\s*)"
-    r"|\bI(?:'d|\s+would)?\s+lean(?:\s+towards?|\s+to)?\s+", re.IGNORECASE)
-"""A hedge followed by what it leans to: read as one choice, flagged ``hedged``."""
-_LETTER_VERDICT = re.compile(
-    r"(?:^|(?<=[.!?:\n]))[ \t\"'(]*(?:(?:[Tt]his|[Tt]he)\s+)?(?:(?:option|sentence|choice|answer)\s+)?(?:[\"'(]?([A-Z])[\"')]?"
-    r"|[Tt]he\s+(first|second)\s+"
-    r"(?:one|option|sentence|statement|answer))\s+(?:is|seems|looks|sounds)\s+(?:to\s+be\s+)?(?:(?:the\s+)?(?:more|most)\s+"
-    r"(?:likely|plausible|accurate|correct|true|appropriate)|(?:the\s+)?(?:right|correct|true|best|better)"
-    r"(?:\s+(?:one|answer|option|choice))?)\b")
-"""A sentence that opens by judging one option right: "A is more likely to be true than B."."""
-_BOTH_LETTERS = re.compile(r"\b(?i:both|either)\s+\(?([A-Z])\)?\s*(?:,|and|or|&)\s*\(?([A-Z])\)?(?![A-Za-z'])")
-_HEDGE = re.compile(r"\b(?:can(?:no|')t|unable\s+to)\s+(?:determine|tell|decide|say|give\s+a\s+(?:definite|clear|firm|straight))\b"
-                    r"|\bnot\s+sure\b"
-                    r"|\bhard\s+to\s+(?:say|tell)\b|\bdepends\s+on\b", re.IGNORECASE)
-_PLACEHOLDER = re.compile(r"^\s*[\"']?\s*(?:X|<[^>]*>)\s*[\"']?\s*(?:[.,;)\]]|$)")
-_ALTERNATIVES = r"\)?\s*(?:,|/|or\b|and\b|&)\s*\(?[A-Z]\)?(?![A-Za-z'])(?!\s+[a-z])"
-"""A second label right after the first ("A or B", "A, C"), not "A, I think"."""
-_CONNECTIVE = r"(?:(?:because|since|as|is|was|seems|which|for|-|\u2013|\u2014)(?:\b|\s|$)|\()"
-"""What may follow a letter after an answer marker: a reason ("B because ..."), or a parenthesis
-("Answer: A ('AD' stands for Anno Domini)")."""
-_PROMPT_ECHO = re.compile(r"^\s*(?:context|question|statement|request)\s*:", re.IGNORECASE)
-_FORM_ECHO = re.compile(r"\bin\s+the\s+form\b|\breply\s+with\b|\bwrite\s+your\s+decision\b", re.IGNORECASE)
-_OPTION_MENTION = re.compile(r"\b(?:option|choice|letter)\s*\(?([A-Z])\)?(?![A-Za-z'])|\(([A-Z])\)", re.IGNORECASE)
-_ORDINAL = re.compile(r"\bthe\s+(first|second)\s+(?:one|option|sentence|answer|statement)\b", re.IGNORECASE)
-_SENTENCE_START = re.compile(r"(?:^|[.!?:\n])[ \t\"'(]*(?:i\s+(?:think|believe|would\s+say|'d\s+say)\s+)?([A-Za-z]+)\b",
-                             re.IGNORECASE)
-
 
 @dataclass(frozen=True)
 class Extraction:
@@ -152,7 +109,7 @@ def _after_letter(rest: str, item: Item, index: int) -> Extraction:
     """A letter was read; the text right after it contradicts it where it states another option ("B.
     The Haitian friend" where that is C: ``letter-text-conflict``)."""
     tail = re.sub(r"^[\s.):\-]+", "", rest.split("\n", 1)[0])
-    if re.match(_ALTERNATIVES, rest):
+    if re.match(ALTERNATIVES, rest):
         return Extraction(None, "ambiguous")
     second = re.match(r"\(?([A-Z])[.)](?:\s|$)", tail)
     if second and second.group(1) in item.labels and item.labels.index(second.group(1)) != index:
@@ -161,21 +118,11 @@ def _after_letter(rest: str, item: Item, index: int) -> Extraction:
     return Extraction(index, "") if other is None else Extraction(None, "letter-text-conflict")
 
 
-def _marked_other(text: str, item: Item, index: int) -> bool:
-    """An opening option's text marked with another option's letter: "The 65-year-old (A) was ..."
-    where the 65-year-old is C (rule 3, in the other order)."""
-    if not letter_labels(item):
-        return False
-    opening = text.lstrip(" \t\"'(")[: len(item.options[index]) + 6]
-    marks = {m.group(1) for m in re.finditer(r"[(\[]([A-Z])[)\]]", opening)} & set(item.labels)
-    return bool(marks - {item.labels[index]})
-
-
 def _read_value(value: str, item: Item, *, any_case: bool) -> Extraction | None:
     """What follows an answer marker, or the opening of the output: one label or one option text."""
     value = value.strip()
     if any_case:
-        value = _FILLER.sub("", value)
+        value = FILLER.sub("", value)
     quoted = value[:1] in ("\"", "'")
     value = value.lstrip("\"'([ ").strip()
     if not value:
@@ -193,14 +140,14 @@ def _read_value(value: str, item: Item, *, any_case: bool) -> Extraction | None:
             # end, by a quote that also opened it ("B"), or -- after an answer marker -- by an
             # option's text or a connective ("B because ..."). "I'm", "I don't", "A lot", "a bit"
             # are pronouns and articles.
-            if letter in item.labels and re.match(_ALTERNATIVES, rest):
+            if letter in item.labels and re.match(ALTERNATIVES, rest):
                 return Extraction(None, "ambiguous")
             marked = bool(re.match(r"\s*(?:[.):;,!?\-\]]|$|\n)", rest)) or (quoted and rest[:1] in ("\"", "'"))
             if any_case and not marked:
                 # After a marker a letter may run into words ("B here", "B because"), except the
                 # English one-letter words A and I, and lowercase letters: "a bit", "I don't".
                 tail = rest.strip()
-                marked = (bool(re.match(_CONNECTIVE, tail, re.IGNORECASE)) or text_index(tail, item) is not None
+                marked = (bool(re.match(CONNECTIVE, tail, re.IGNORECASE)) or text_index(tail, item) is not None
                           or (match.group(1).isupper() and letter not in "AI"))
             if marked and letter in item.labels:
                 found = _after_letter(rest, item, item.labels.index(letter))
@@ -223,22 +170,6 @@ def _read_value(value: str, item: Item, *, any_case: bool) -> Extraction | None:
     return None
 
 
-def _restated(text: str, item: Item) -> dict[int, int]:
-    """The options that letters stated with another option's text name by their text ("A. The
-    retiree" where A is the teen: the retiree's option), each with where its last such line starts --
-    lines at the start of a line or after an answer marker (rule 3)."""
-    markers = list(ANSWER_MARKER.finditer(text))
-    starts = [m.start() for m in re.finditer(r"(?m)^", text)] + [m.end() for m in markers]
-    found: dict[int, int] = {}
-    for start in starts:
-        line = re.match(r"[ \t\"'(]*([A-Z])[.):][ \t]+([^\n]+)", text[start:])
-        if line and line.group(1) in item.labels:
-            other = stated_instead(line.group(2), item, item.labels.index(line.group(1)))
-            if other is not None:
-                found[other] = max(found.get(other, 0), start)
-    return found
-
-
 def _revises(text: str, item: Item, index: int, after: int) -> bool:
     """The last answer statement comes after the line starting at ``after`` and states ``index``'s letter: "A. Protestant
     people ... The correct answer is B. Protestant people." (rule 3's one decision beside a line
@@ -246,7 +177,7 @@ def _revises(text: str, item: Item, index: int, after: int) -> bool:
     markers = list(ANSWER_MARKER.finditer(text))
     if not markers or markers[-1].start() <= after:
         return False
-    value = _FILLER.sub("", text[markers[-1].end():].lstrip(" \t\"'(["))
+    value = FILLER.sub("", text[markers[-1].end():].lstrip(" \t\"'(["))
     return bool(re.match(rf"{re.escape(item.labels[index])}(?![A-Za-z'])", value, re.IGNORECASE))
 
 
@@ -267,12 +198,6 @@ def _verdicts(text: str, verdict_patterns: tuple[tuple[str, str], ...]) -> list[
     return sorted((start, label) for start, end, label in spans
                   if not any(s <= start and end <= e and (s, e) != (start, end) and other != label
                              for s, e, other in spans))
-
-
-_DENIAL = re.compile(r"(?:\bnot|n't|\bnever)\b(?![^.!?\n:]*\bbut\b)[^.!?\n:]{0,25}$", re.IGNORECASE)
-"""A negation just before an answer statement: "I don't think it's A", "It's not that the answer is B"."""
-_REVISION = re.compile(r"\b(?:wait|actually|on\s+second\s+thought|reconsider|correction)\b", re.IGNORECASE)
-"""A revision after the last answer statement that names no new one: "My answer: B. Wait, actually A."."""
 
 
 def _denied(text: str, item: Item, index: int) -> bool:
@@ -317,7 +242,7 @@ def _hedged(text: str, item: Item, verdict_patterns: tuple[tuple[str, str], ...]
     "I'd lean no"): that option, flagged. A hedge that leans against what it names ("Perhaps A is
     wrong") leans to nothing; hedges leaning to two options ("Maybe B, maybe C") are ambiguous."""
     readings = []
-    for match in list(_HEDGED.finditer(text))[:5]:  # bounded: each reading re-reads the rest
+    for match in list(LEANING.finditer(text))[:5]:  # bounded: each reading re-reads the rest
         clause = text[match.end():]
         if re.match(r"[^.;!?\n]{0,40}?\b(?:is|seems|looks|sounds|was)\s+(?:wrong|incorrect|false|unlikely|a\s+trap"
                     r"|a\s+myth|not\s+(?:right|correct|true|it))\b", clause, re.IGNORECASE):
@@ -339,7 +264,7 @@ def _letter_verdict(text: str, item: Item) -> Extraction | None:
     if not letter_labels(item):
         return None
     picks = set()
-    for match in _LETTER_VERDICT.finditer(text):
+    for match in LETTER_VERDICT.finditer(text):
         if match.group(1) in item.labels:
             picks.add(item.labels.index(match.group(1)))
         elif match.group(2) and len(item.labels) == 2:
@@ -351,7 +276,7 @@ def _letter_verdict(text: str, item: Item) -> Extraction | None:
 
 def _flagged(found: Extraction, text: str) -> Extraction:
     """Any decision read from an output that hedges carries the ``hedged`` flag."""
-    if found.index is not None and (_HEDGE.search(text) or _HEDGED.search(text)) and HEDGED not in found.flags:
+    if found.index is not None and (HEDGE.search(text) or LEANING.search(text)) and HEDGED not in found.flags:
         return Extraction(found.index, found.rule, found.flags + (HEDGED,))
     return found
 
@@ -374,12 +299,12 @@ def _extract(text: str, item: Item, refusal_label: str | None, verdict_patterns:
     #    (both readings of such a line agree on it); any other reading of the reply is a conflict
     copied = listing(text, item)
     kept = text if copied is None else text[:copied[0]] + "\n" + text[copied[1]:]
-    restated = _restated(kept, item)
-    if len(restated) > 1 or (found.index is not None and set(restated) - {found.index}):
+    lines = restated(kept, item)
+    if len(lines) > 1 or (found.index is not None and set(lines) - {found.index}):
         return Extraction(None, "letter-text-conflict")
-    if found.index is None or not restated:
+    if found.index is None or not lines:
         return found
-    if found.rule != "answer-marker" or not _revises(kept, item, found.index, restated[found.index]):
+    if found.rule != "answer-marker" or not _revises(kept, item, found.index, lines[found.index]):
         return Extraction(None, "letter-text-conflict")
     return Extraction(found.index, found.rule, found.flags + (MISMATCH,))
 
@@ -392,7 +317,7 @@ def _decide(text: str, item: Item, refusal_label: str | None, verdict_patterns: 
     if markers:
         last = markers[-1]
         before = text[max(0, last.start() - 40):last.start()]
-        if _PLACEHOLDER.match(text[last.end():]) or _FORM_ECHO.search(before) or (
+        if PLACEHOLDER.match(text[last.end():]) or FORM_ECHO.search(before) or (
                 len(markers) >= 2 and re.search(r"\bor\s*[\"']?\s*$", text[markers[-2].end():last.start()])):
             return Extraction(None, "instruction-echo")
     copied = listing(text, item) if letter_labels(item) else None
@@ -404,9 +329,9 @@ def _decide(text: str, item: Item, refusal_label: str | None, verdict_patterns: 
     if markers:
         last = markers[-1]
         value = text[last.end():]
-        if _DENIAL.search(text[max(0, last.start() - 30):last.start()]):
+        if DENIAL.search(text[max(0, last.start() - 30):last.start()]):
             return Extraction(None, "denied")
-        if _REVISION.search(value):
+        if REVISION.search(value):
             return Extraction(None, "ambiguous")
         found = _read_value(value, item, any_case=True)
         if found is None and refusal_label is not None and refusal_label in item.labels and len(item.labels) == 2:
@@ -426,14 +351,14 @@ def _decide(text: str, item: Item, refusal_label: str | None, verdict_patterns: 
                 if found.index is not None:
                     return found
         return Extraction(None, "echoed-options")
-    if _PROMPT_ECHO.match(text):
+    if PROMPT_ECHO.match(text):
         return Extraction(None, "echoed-prompt")
     # 6. an opening label marked as an answer; an answer that is one lowercase letter ("b")
     found = _read_value(text, item, any_case=False)
     bare = re.fullmatch(r"[\s\"'(\[]*([a-z])[\s\"')\].!]*", text)
     if found is None and bare and letter_labels(item) and bare.group(1).upper() in item.labels:
         return Extraction(item.labels.index(bare.group(1).upper()), "bare-label")
-    if found is not None and found.index is not None and found.rule == "option" and _marked_other(text, item, found.index):
+    if found is not None and found.index is not None and found.rule == "option" and marked_with_other(text, item, found.index):
         return Extraction(None, "letter-text-conflict")  # "The 65-year-old (A) ..." where that is C
     if found is not None and found.index is not None:
         found = _checked(found.index, f"leading-{found.rule}", text, item, verdict_patterns, flags=found.flags)
@@ -442,7 +367,7 @@ def _decide(text: str, item: Item, refusal_label: str | None, verdict_patterns: 
         found = _hedged(text, item, verdict_patterns) or found
     if found is not None:
         return found
-    if _HEDGE.search(text) or _BOTH_LETTERS.search(text):
+    if HEDGE.search(text) or BOTH_LETTERS.search(text):
         return Extraction(None, "ambiguous")
     # 8. a sentence judging one option right
     found = _letter_verdict(text, item)
@@ -459,8 +384,8 @@ def _decide(text: str, item: Item, refusal_label: str | None, verdict_patterns: 
         return Extraction(None, "ambiguous")
     # 10. "option B", "(B)", "the second sentence"
     if letter_labels(item):
-        mentions = {(m.group(1) or m.group(2)).upper() for m in _OPTION_MENTION.finditer(text)} & set(item.labels)
-        ordinals = {m.group(1).lower() for m in _ORDINAL.finditer(text)} if len(item.labels) == 2 else set()
+        mentions = {(m.group(1) or m.group(2)).upper() for m in OPTION_MENTION.finditer(text)} & set(item.labels)
+        ordinals = {m.group(1).lower() for m in ORDINAL.finditer(text)} if len(item.labels) == 2 else set()
         picks = mentions | {item.labels[0] if o == "first" else item.labels[1] for o in ordinals}
         if len(picks) == 1:
             return Extraction(item.labels.index(picks.pop()), "option-mention")
@@ -469,7 +394,7 @@ def _decide(text: str, item: Item, refusal_label: str | None, verdict_patterns: 
     # 11. a label word opening a sentence, and no other label word anywhere
     else:
         # a label word inside quotes is the prompt or the instruction quoted back, not a statement
-        openers = {m.group(1).lower() for m in _SENTENCE_START.finditer(re.sub(r"\"[^\"\n]*\"", " ", text))}
+        openers = {m.group(1).lower() for m in SENTENCE_START.finditer(re.sub(r"\"[^\"\n]*\"", " ", text))}
         present = [i for i, label in enumerate(item.labels) if label.lower() in openers]
         vocabulary = set(spaced.split())
         verdicts = {label for _, label in _verdicts(text, verdict_patterns)}

@@ -8,7 +8,9 @@
 * :func:`listing` -- an option list written back in the prompt's "X. text" form;
 * :func:`others_named` -- other options named in a region, except one named in contrast right
   after the opening option;
-* :func:`negated_mention` -- an option named only after a negation ("not the grandson").
+* :func:`negated_mention` -- an option named only after a negation ("not the grandson");
+* :func:`restated` / :func:`marked_with_other` -- letters stated with another option's text, in
+  either order ("B. The Haitian friend" where that is C; "The 65-year-old (A)" where that is C).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import unicodedata
 from difflib import SequenceMatcher
 
 from .items import Item
+from .phrases import ANSWER_MARKER
 
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
                          "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u00ab": '"', "\u00bb": '"'})
@@ -144,3 +147,29 @@ def negated_mention(region: str, option: str) -> bool:
     starts = [m.start() for m in re.finditer(re.escape(needle), spaced)]
     return bool(starts) and all(any(t in _NEGATORS or t.endswith("n't") for t in spaced[:at].split()[-3:])
                                 for at in starts)
+
+
+def restated(text: str, item: Item) -> dict[int, int]:
+    """The options that letters stated with another option's text name by their text ("A. The
+    retiree" where A is the teen: the retiree's option), each with where its last such line starts --
+    lines at the start of a line or after an answer marker (rule 3)."""
+    markers = list(ANSWER_MARKER.finditer(text))
+    starts = [m.start() for m in re.finditer(r"(?m)^", text)] + [m.end() for m in markers]
+    found: dict[int, int] = {}
+    for start in starts:
+        line = re.match(r"[ \t\"'(]*([A-Z])[.):][ \t]+([^\n]+)", text[start:])
+        if line and line.group(1) in item.labels:
+            other = stated_instead(line.group(2), item, item.labels.index(line.group(1)))
+            if other is not None:
+                found[other] = max(found.get(other, 0), start)
+    return found
+
+
+def marked_with_other(text: str, item: Item, index: int) -> bool:
+    """An opening option's text marked with another option's letter: "The 65-year-old (A) was ..."
+    where the 65-year-old is C (rule 3, in the other order)."""
+    if not letter_labels(item):
+        return False
+    opening = text.lstrip(" \t\"'(")[: len(item.options[index]) + 6]
+    marks = {m.group(1) for m in re.finditer(r"[(\[]([A-Z])[)\]]", opening)} & set(item.labels)
+    return bool(marks - {item.labels[index]})

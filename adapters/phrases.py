@@ -1,0 +1,55 @@
+"""The phrases the extraction rules read with (:mod:`.extract`): how replies state an answer, lean
+to one, judge an option right, deny or revise a choice, or echo the prompt back. Compiled once;
+each pattern's docstring says what it stands for, and the rules' order lives in :mod:`.extract`."""
+
+from __future__ import annotations
+
+import re
+
+ANSWER_MARKER = re.compile(
+    r"(?:\bfinal\s+answer|\bcorrect\s+(?:answer|option)|\bmy\s+answer|\banswer)\s*(?:is|would\s+be|:|-)\s*[:\-]?\s*"
+    r"|\bI(?:'d|\s+would)?\s+(?:choose|pick|select|go\s+with|say)(?:\s*:)?\s+(?:option\s+)?"
+    r"|\bI\s+(?:think|believe)\s+(?=\(?[A-Z]\)?\s+is\b)"
+    r"|(?m:^[# \t]*(?:final\s+)?answer[ \t]*\n+\s*)"
+    r"|\b(?:it's|it\s+is|that's|so|therefore|hence|thus)[,:]?\s+(?=(?:option\s+|choice\s+)?\(?[A-Z]\)?[.!]?\s*$)"
+    r"|\b(?:decision|verdict)\s+(?:is|would\s+be|:)\s*:?\s*"
+    r"|\bthe\s+(?:most|more)\s+(?:likely|plausible)(?:\s+(?:one|sentence|answer|option|statement)(?:\s+(?:in|of|among)"
+    r"\s+(?:the|these|those)\s+(?:given\s+)?(?:examples|options|sentences|two))?)?\s+is\s*:?\s*"
+    r"|\banswer\s+to\s+(?:the|this|your)\s+question\b[^\n]{0,200}?\s+is\s*:?\s*",
+    re.IGNORECASE,
+)
+FILLER = re.compile(r"^(?:(?:indeed|probably|clearly|definitely|simply|actually|therefore|thus|option|choice|letter"
+                     r"|sentence|statement)\s+)+", re.IGNORECASE)
+"""Words between a marker and its value: "the answer is indeed option D"."""
+LEANING = re.compile(
+    r"(?:^|(?<=[.,;:!?\n]))[ \t]*(?:(?:i'm|i\s+am)\s+not\s+(?:fully\s+|entirely\s+|completely\s+|100%\s+)?sure,?\s+but\s+"
+    r"|(?:probably|possibly|perhaps|maybe)[,:]?\s+|my\s+best\s+guess\s+(?:is|would\s+be)\s*:?\s*)"
+    r"|\bI(?:'d|\s+would)?\s+lean(?:\s+towards?|\s+to)?\s+", re.IGNORECASE)
+"""A hedge followed by what it leans to: read as one choice, flagged ``hedged``."""
+LETTER_VERDICT = re.compile(
+    r"(?:^|(?<=[.!?:\n]))[ \t\"'(]*(?:(?:[Tt]his|[Tt]he)\s+)?(?:(?:option|sentence|choice|answer)\s+)?(?:[\"'(]?([A-Z])[\"')]?"
+    r"|[Tt]he\s+(first|second)\s+"
+    r"(?:one|option|sentence|statement|answer))\s+(?:is|seems|looks|sounds)\s+(?:to\s+be\s+)?(?:(?:the\s+)?(?:more|most)\s+"
+    r"(?:likely|plausible|accurate|correct|true|appropriate)|(?:the\s+)?(?:right|correct|true|best|better)"
+    r"(?:\s+(?:one|answer|option|choice))?)\b")
+"""A sentence that opens by judging one option right: "A is more likely to be true than B."."""
+BOTH_LETTERS = re.compile(r"\b(?i:both|either)\s+\(?([A-Z])\)?\s*(?:,|and|or|&)\s*\(?([A-Z])\)?(?![A-Za-z'])")
+HEDGE = re.compile(r"\b(?:can(?:no|')t|unable\s+to)\s+(?:determine|tell|decide|say|give\s+a\s+(?:definite|clear|firm|straight))\b"
+                    r"|\bnot\s+sure\b"
+                    r"|\bhard\s+to\s+(?:say|tell)\b|\bdepends\s+on\b", re.IGNORECASE)
+PLACEHOLDER = re.compile(r"^\s*[\"']?\s*(?:X|<[^>]*>)\s*[\"']?\s*(?:[.,;)\]]|$)")
+ALTERNATIVES = r"\)?\s*(?:,|/|or\b|and\b|&)\s*\(?[A-Z]\)?(?![A-Za-z'])(?!\s+[a-z])"
+"""A second label right after the first ("A or B", "A, C"), not "A, I think"."""
+CONNECTIVE = r"(?:(?:because|since|as|is|was|seems|which|for|-|\u2013|\u2014)(?:\b|\s|$)|\()"
+"""What may follow a letter after an answer marker: a reason ("B because ..."), or a parenthesis
+("Answer: A ('AD' stands for Anno Domini)")."""
+PROMPT_ECHO = re.compile(r"^\s*(?:context|question|statement|request)\s*:", re.IGNORECASE)
+FORM_ECHO = re.compile(r"\bin\s+the\s+form\b|\breply\s+with\b|\bwrite\s+your\s+decision\b", re.IGNORECASE)
+OPTION_MENTION = re.compile(r"\b(?:option|choice|letter)\s*\(?([A-Z])\)?(?![A-Za-z'])|\(([A-Z])\)", re.IGNORECASE)
+ORDINAL = re.compile(r"\bthe\s+(first|second)\s+(?:one|option|sentence|answer|statement)\b", re.IGNORECASE)
+SENTENCE_START = re.compile(r"(?:^|[.!?:\n])[ \t\"'(]*(?:i\s+(?:think|believe|would\s+say|'d\s+say)\s+)?([A-Za-z]+)\b",
+                             re.IGNORECASE)
+DENIAL = re.compile(r"(?:\bnot|n't|\bnever)\b(?![^.!?\n:]*\bbut\b)[^.!?\n:]{0,25}$", re.IGNORECASE)
+"""A negation just before an answer statement: "I don't think it's A", "It's not that the answer is B"."""
+REVISION = re.compile(r"\b(?:wait|actually|on\s+second\s+thought|reconsider|correction)\b", re.IGNORECASE)
+"""A revision after the last answer statement that names no new one: "My answer: B. Wait, actually A."."""
