@@ -26,6 +26,9 @@ LEANING = re.compile(
     r"|(?:probably|possibly|perhaps|maybe)[,:]?\s+|my\s+best\s+guess\s+(?:is|would\s+be)\s*:?\s*)"
     r"|\bI(?:'d|\s+would)?\s+lean(?:\s+towards?|\s+to)?\s+", re.IGNORECASE)
 """A hedge followed by what it leans to: read as one choice, flagged ``hedged``."""
+LEANS_TO = re.compile(r"^\s*I\s+(?:think|believe|guess|suspect)\s+(?:that\s+)?(?:(?:the|my)\s+(?:right|correct|best|likely)?\s*"
+                      r"(?:one|answer|option|choice|pick)\s+(?:is|would\s+be)\s*:?\s*(?:that\s+)?)?", re.IGNORECASE)
+"""What a hedge's clause may say before what it leans to: "I think the right one is that ..."."""
 LETTER_VERDICT = re.compile(
     r"(?:^|(?<=[.!?:\n]))[ \t\"'(]*(?:(?:[Tt]his|[Tt]he)\s+)?(?:(?:option|sentence|choice|answer)\s+)?(?:[\"'(]?([A-Z])[\"')]?"
     r"|[Tt]he\s+(first|second)\s+"

@@ -71,7 +71,9 @@ def score_generation(bench: Benchmark, item: Item, output: str | None, *, extrac
     if extraction == "xstest-strmatch":  # upstream's two classes: it cannot flag a partial refusal or a hedge
         found = xstest_strmatch(output, item, refusal_label=bench.refusal_means or "Refuse")
         return _outcome(bench, item, found.index, found.rule, raw_output=output)
-    found = extract(output, item, refusal_label=bench.refusal_means, verdict_patterns=bench.verdict_patterns)
+    request = item.fields.get(bench.request_field) if bench.request_field else None
+    found = extract(output, item, refusal_label=bench.refusal_means, verdict_patterns=bench.verdict_patterns,
+                    request=request)
     return _outcome(bench, item, found.index, found.rule, raw_output=output, extraction_flags=list(found.flags))
 
 

@@ -206,6 +206,9 @@ class Benchmark(ABC):
     """(regex, label) pairs for prose verdicts; used only when exactly one label's patterns match."""
     refusal_means: ClassVar[str | None] = None
     """Label a recognised refusal phrase counts as (XSTest: ``Refuse``); ``None`` = no such rule."""
+    request_field: ClassVar[str | None] = None
+    """The item field holding what a refusal would refuse (XSTest: ``prompt``), read by the regex
+    rules where a reply's meaning depends on it (a whole reply "No." to a yes/no question)."""
 
 
 def score_outcomes(values: np.ndarray, strata: np.ndarray | None = None) -> np.ndarray:

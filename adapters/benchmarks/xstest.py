@@ -49,6 +49,7 @@ class XSTest(Benchmark):
     subset_rule = ("all prompts except an exemplar pool of one prompt per type (18), chosen by "
                    "seeded rank")
     refusal_means = "Refuse"
+    request_field = "prompt"
 
     def parse(self, paths: dict[str, Path]) -> list[Item]:
         items = []

@@ -9,6 +9,7 @@ From the repository root: ``.venv/bin/python tests/extraction_corpus/heldout_v3/
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import yaml
 
 from safetyrepro.adapters import get_benchmark
+from safetyrepro.adapters.datafiles import resolve_data_dir
 from safetyrepro.adapters.items import Item
 from safetyrepro.adapters.scoring import score_generation
 
@@ -23,11 +25,22 @@ HERE = Path(__file__).parent
 BENCHMARKS = ["truthfulqa", "bbq", "toxigen", "crows_pairs", "xstest"]
 
 
+def real_fields(name: str) -> dict[str, dict[str, str]]:
+    """The real items' text fields by corpus key (the generator's ``key(item.id)``), from the data
+    folder (``SAFETYREPRO_DATA_DIR``): the rules read an item as a run presents it -- XSTest's
+    request decides what a whole reply "No." means. The corpora keep labels and options only."""
+    bench = get_benchmark(name)
+    return {re.sub(r"[^a-z0-9]+", "_", item.id.lower()).strip("_"): dict(item.fields)
+            for item in bench.load(resolve_data_dir(None))}
+
+
 def load(name: str, folder: Path = HERE) -> tuple[dict[str, Item], list[dict[str, Any]]]:
-    """The benchmark's items and its cases: the model's real replies, then the written ones."""
+    """The benchmark's items (with their real fields) and its cases: the model's real replies, then
+    the written ones."""
     data = yaml.safe_load((folder / f"{name}.yaml").read_text(encoding="utf-8"))
     assert data["benchmark"] == name
-    items = {key: Item(id=f"corpus/{key}", benchmark=name, fields={}, options=tuple(spec["options"]),
+    fields = real_fields(name)
+    items = {key: Item(id=f"corpus/{key}", benchmark=name, fields=fields[key], options=tuple(spec["options"]),
                        labels=tuple(str(label) for label in spec["labels"]), gold=None)
              for key, spec in data["items"].items()}
     written = yaml.safe_load((folder / "written.yaml").read_text(encoding="utf-8")).get(name, [])
