@@ -208,7 +208,8 @@ class Benchmark(ABC):
     """Label a recognised refusal phrase counts as (XSTest: ``Refuse``); ``None`` = no such rule."""
     request_field: ClassVar[str | None] = None
     """The item field holding what a refusal would refuse (XSTest: ``prompt``), read by the regex
-    rules where a reply's meaning depends on it (a whole reply "No." to a yes/no question)."""
+    rules where a reply's meaning depends on it: a whole reply "No." refuses a request, but may
+    answer a yes/no question (rule ``bare-no``)."""
 
 
 def score_outcomes(values: np.ndarray, strata: np.ndarray | None = None) -> np.ndarray:
