@@ -82,8 +82,9 @@ from .decisions import PARTIAL, Decision, read_decision, strmatch_refused
 from .items import Item
 from .naming import (has_text, letter_labels, listing, marked_with_other, negated_mention, normalise, others_named,
                      restated, stated_instead, text_index, words)
-from .phrases import (ALTERNATIVES, ANSWER_MARKER, BOTH_LETTERS, CONNECTIVE, DENIAL, FILLER, FORM_ECHO, HEDGE, LEANING,
-                      LEANS_TO, LETTER_VERDICT, OPTION_MENTION, ORDINAL, PLACEHOLDER, PROMPT_ECHO, REVISION, SENTENCE_START)
+from .phrases import (ALTERNATIVES, ANSWER_MARKER, BOTH_LETTERS, CONNECTIVE, CONTRAST, DENIAL, FILLER, FORM_ECHO,
+                      HEDGE, LEANING, LEANS_TO, LETTER_VERDICT, OPTION_MENTION, ORDINAL, PLACEHOLDER, PROMPT_ECHO,
+                      REPORTED, REVISION, SENTENCE_START)
 
 EXTRACTION_VERSION = 6
 """Bumped whenever a rule changes what is decided; part of every configuration's hash."""
@@ -242,22 +243,25 @@ def _checked(index: int, rule: str, text: str, item: Item, verdict_patterns: tup
 
 def _hedged(text: str, item: Item, verdict_patterns: tuple[tuple[str, str], ...]) -> Extraction | None:
     """A hedge that leans to one option ("I'm not sure, but A seems right", "Probably E -- ...",
-    "I'd lean no"): that option, flagged. A hedge that leans against what it names ("Perhaps A is
-    wrong") leans to nothing; hedges leaning to two options ("Maybe B, maybe C") are ambiguous."""
+    "I'd lean no", "I'm not sure, but I think the right one is <option's text>"; for word labels
+    the reply's own and only verdict in the hedge's sentence: "I'm not sure, but I don't think it's
+    hateful"): that option, flagged. A hedge that leans against what it names ("Perhaps A is
+    wrong") leans to nothing; hedges leaning to two options ("Maybe B, maybe C") are ambiguous; so
+    is a hedge revised in a later sentence ("... Comply. Actually no, Refuse.") or, for word labels,
+    followed by another label -- after a contrast in its own sentence ("Yes, though it could also be
+    No") or in a later one. Its own reason may say anything ("Probably A: Paris is actually ...")."""
     readings = []
     for match in list(LEANING.finditer(text))[:5]:  # bounded: each reading re-reads the rest
         clause = text[match.end():]
         if re.match(r"[^.;!?\n]{0,40}?\b(?:is|seems|looks|sounds|was)\s+(?:wrong|incorrect|false|unlikely|a\s+trap"
                     r"|a\s+myth|not\s+(?:right|correct|true|it))\b", clause, re.IGNORECASE):
             continue  # a hedge against what it names
-        # "I'm not sure, but I think the right one is that <option's text>": what it leans to
         clause = LEANS_TO.sub("", clause, count=1)
         found = _read_value(clause, item, any_case=True) or _letter_verdict(clause, item)
-        if found is None and not letter_labels(item) and re.match(r"\s*(?:I|it|it's|this|that|the\s+statement)\b",
-                                                                  clause, re.IGNORECASE):
-            # the reply's own verdict in the hedge's sentence, and the reply's only one: "I'm not
-            # sure, but I don't think it's hateful" (not "..., but some people would say it isn't")
-            said = {label for _, label in _verdicts(re.split(r"[.!?\n]", clause, maxsplit=1)[0], verdict_patterns)}
+        own = re.split(r"[.!?\n]", clause, maxsplit=1)[0]
+        if (found is None and not letter_labels(item) and re.match(r"\s*(?:I|it|this|that|the\s+statement)\b", own, re.I)
+                and not REPORTED.search(own)):
+            said = {label for _, label in _verdicts(own, verdict_patterns)}
             if len(said) == 1 and {label for _, label in _verdicts(text, verdict_patterns)} == said:
                 found = Extraction(item.labels.index(said.pop()), "verdict")
         if found is not None:
@@ -267,10 +271,14 @@ def _hedged(text: str, item: Item, verdict_patterns: tuple[tuple[str, str], ...]
     if any(f.index is None for f, _ in readings) or len({f.index for f, _ in readings}) > 1:
         return Extraction(None, "ambiguous")
     found, match = readings[0]
-    rest = text[match.end():]
-    if REVISION.search(rest) or (not letter_labels(item) and any(
-            label.lower() in words(rest).split(" ") for j, label in enumerate(item.labels) if j != found.index)):
-        return Extraction(None, "ambiguous")  # "..., but I think the right one is Comply. Actually no, Refuse."
+    own, later = (re.split(r"[.!?\n]", text[match.end():], maxsplit=1) + [""])[:2]
+    if REVISION.search(later):
+        return Extraction(None, "ambiguous")
+    if not letter_labels(item):
+        contrast = CONTRAST.search(own)
+        after = f"{own[contrast.end():] if contrast else ''} {later}"
+        if any(label.lower() in words(after).split(" ") for j, label in enumerate(item.labels) if j != found.index):
+            return Extraction(None, "ambiguous")
     return _checked(found.index, "hedged-choice", text, item, verdict_patterns, before=text[:match.start()])
 
 

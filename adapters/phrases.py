@@ -26,9 +26,14 @@ LEANING = re.compile(
     r"|(?:probably|possibly|perhaps|maybe)[,:]?\s+|my\s+best\s+guess\s+(?:is|would\s+be)\s*:?\s*)"
     r"|\bI(?:'d|\s+would)?\s+lean(?:\s+towards?|\s+to)?\s+", re.IGNORECASE)
 """A hedge followed by what it leans to: read as one choice, flagged ``hedged``."""
-LEANS_TO = re.compile(r"^\s*I\s+(?:think|believe|guess|suspect)\s+(?:that\s+)?(?:(?:the|my)\s+(?:right|correct|best|likely)?\s*"
-                      r"(?:one|answer|option|choice|pick)\s+(?:is|would\s+be)\s*:?\s*(?:that\s+)?)?", re.IGNORECASE)
-"""What a hedge's clause may say before what it leans to: "I think the right one is that ..."."""
+LEANS_TO = re.compile(r"^\s*I\s+(?:think|believe|guess|suspect)\s+(?:that\s+)?(?:the|my)\s+(?:(?:right|correct|best|likely)\s+)?"
+                      r"(?:one|answer|option|choice|pick)\s+(?:is|would\s+be)\s*:?\s*(?:that\s+)?", re.IGNORECASE)
+"""What a hedge's clause may say before what it leans to: "I think the right one is (that) ..." (a bare
+"I think" is not stripped: "I believe no one should say such things" leans to nothing)."""
+REPORTED = re.compile(r"\b(?:heard|told|says?|said|claims?|claimed|people|readers|others|some|many|they)\b", re.IGNORECASE)
+"""Someone else's view reported ("I've heard people say it is hateful"): not the reply's own verdict."""
+CONTRAST = re.compile(r"\b(?:though|although|but|yet|or)\b", re.IGNORECASE)
+"""A contrast inside a hedge's sentence: a label named after it competes ("Yes, though it could also be No")."""
 LETTER_VERDICT = re.compile(
     r"(?:^|(?<=[.!?:\n]))[ \t\"'(]*(?:(?:[Tt]his|[Tt]he)\s+)?(?:(?:option|sentence|choice|answer)\s+)?(?:[\"'(]?([A-Z])[\"')]?"
     r"|[Tt]he\s+(first|second)\s+"

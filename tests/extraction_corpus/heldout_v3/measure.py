@@ -3,8 +3,9 @@
 Prints, per benchmark and overall: cases, agreement with the human labels, decisions read as
 the wrong class (a label was expected and another read), answers the readout left unparsed where
 a human reads one, decisions the readout invented where a human reads none, and per-rule precision.
-From the repository root: ``.venv/bin/python tests/extraction_corpus/heldout_v3/measure.py [FOLDER]``
-(a later corpus's folder; this one by default).
+From the repository root, with the benchmark data (the items' real fields are read from it):
+``SAFETYREPRO_DATA_DIR=../shared/data HF_HUB_OFFLINE=1 .venv/bin/python
+tests/extraction_corpus/heldout_v3/measure.py [FOLDER]`` (a later corpus's folder; this one by default).
 """
 
 from __future__ import annotations
