@@ -213,3 +213,23 @@ def test_heldout_v5_is_large_labelled_twice_and_well_formed() -> None:
 @pytest.mark.parametrize("name", BENCHMARKS)
 def test_heldout_v5_readout_does_not_fall_below_its_measurement(name: str) -> None:
     _holds(name, CORPUS / "heldout_v5", V5_FLOORS, V5_XSTEST_THREE_CLASSES)
+
+
+# ---- held-out corpus v6: two blind readers a case, measured once on extraction v6 -------------------
+
+V6_FLOORS = {"truthfulqa": (56, 0), "bbq": (52, 0), "toxigen": (55, 2), "crows_pairs": (46, 0), "xstest": (39, 2)}
+"""benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
+the cases the two readers labelled alike: extraction v6's held-out measurement, taken once before any
+rule changed in this corpus's light (0.805 over 308, 4 wrong class:
+tests/extraction_corpus/heldout_v6/README.md). The wrong-class allowances are that measurement, not
+a tolerance: a later version brings them to 0 and lowers them here."""
+V6_XSTEST_THREE_CLASSES = 36
+
+
+def test_heldout_v6_is_large_labelled_twice_and_well_formed() -> None:
+    assert _labelled_twice(CORPUS / "heldout_v6") == (320, 308)
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_heldout_v6_readout_does_not_fall_below_its_measurement(name: str) -> None:
+    _holds(name, CORPUS / "heldout_v6", V6_FLOORS, V6_XSTEST_THREE_CLASSES)
