@@ -9,6 +9,11 @@ root:
     SAFETYREPRO_DATA_DIR=../shared/data HF_HUB_OFFLINE=1 .venv/bin/python tests/extraction_corpus/heldout_v3/generate.py
 
 Later corpora run it with ``--items-from``, ``--seed`` and ``--out`` (their READMEs give the line).
+Since the seventh corpus it computes only the items asked for (the earlier ones ran the whole prefix
+``0 .. items_from + count`` through :func:`safetyrepro.adapters.run` and kept the tail): the same
+engine and plan as a run, on the chosen slice of the cell's items. A sampled request is seeded from
+the configuration's seed and its own content, so the slice does not change what is asked: items 46
+and 47 sliced out this way (seed 20261206) gave the sixth corpus's 40 replies to them word for word.
 """
 
 from __future__ import annotations
@@ -18,7 +23,13 @@ from pathlib import Path
 
 import yaml
 
-from safetyrepro.adapters import build_config, run
+from safetyrepro.adapters import build_config
+from safetyrepro.adapters.cell import prepare_cell
+from safetyrepro.adapters.gridexec import run_batches
+from safetyrepro.adapters.gridoutput import cell_records
+from safetyrepro.adapters.gridplan import RequestPlan
+from safetyrepro.adapters.identity import identity_of, library_versions
+from safetyrepro.adapters.runner import load_model
 
 HERE = Path(__file__).parent
 BENCHMARKS = ["truthfulqa", "bbq", "toxigen", "crows_pairs", "xstest"]
@@ -28,6 +39,24 @@ ITEMS = 12
 
 def key(item_id: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", item_id.lower()).strip("_")
+
+
+def _replies(config, items_from: int) -> list:
+    """The records of the cell's items from ``items_from`` on, computed as the runner computes a
+    one-cell plan (:mod:`safetyrepro.adapters.runner`), without the earlier items."""
+    cell = prepare_cell(config)
+    lm = load_model(config.model)
+    cell = cell.subset(items_from, len(cell.items)).with_contexts(lm.formatter)
+    name = config.model.name_or_path
+    plan = RequestPlan(seed=config.seed, batch_size=config.batch_size)
+    asked = plan.add_cell({"model": name}, cell)
+    plan.freeze()
+    responses: dict = {}
+    run_batches(plan, done=0, model_for=lambda _: lm, responses=responses,
+                identities={name: identity_of(name, config.model)}, versions=library_versions(),
+                record=lambda key, body: responses.__setitem__(key, body["response"]), show_progress=True,
+                desc=f"{config.benchmark}/{config.template}")
+    return cell_records(asked, responses)
 
 
 def main(items_from: int = 0, count: int = ITEMS, seed: int = 20261203, out: Path = HERE / "unlabelled") -> None:
@@ -41,8 +70,7 @@ def main(items_from: int = 0, count: int = ITEMS, seed: int = 20261203, out: Pat
             config = build_config({"benchmark": benchmark, "template": template, "scoring": "regex",
                                    "decoding": "t0.7", "limit": items_from + count, "seed": seed,
                                    "batch_size": 12})
-            result = run(config, show_progress=False, notify=lambda _: None)
-            for record in result.records[items_from:]:  # the subset is in rank order: a prefix per limit
+            for record in _replies(config, items_from):  # the subset is in rank order: a prefix per limit
                 k = key(record.item_id)
                 user = next(m["content"] for m in reversed(record.messages) if m["role"] == "user")
                 items.setdefault(k, {"labels": list(record.labels), "options": list(record.options), "prompt": user})
