@@ -12,6 +12,8 @@ ANSWER_MARKER = re.compile(
     r"|\bI\s+(?:think|believe)\s+(?=\(?[A-Z]\)?\s+is\b)"
     r"|(?m:^[# \t]*(?:final\s+)?answer[ \t]*\n+\s*)"
     r"|\b(?:it's|it\s+is|that's|so|therefore|hence|thus)[,:]?\s+(?=(?:option\s+|choice\s+)?\(?[A-Z]\)?[.!]?\s*$)"
+    # the whole reply's last word a letter after "is": "The one who is not capable of ... is B."
+    r"|\bis\s+(?=(?:option\s+|choice\s+)?\(?(?-i:[A-Z])\)?[.!]?\s*\Z)"
     r"|\b(?:decision|verdict)\s+(?:is|would\s+be|:)\s*:?\s*"
     r"|\bthe\s+(?:most|more)\s+(?:likely|plausible)(?:\s+(?:one|sentence|answer|option|statement)(?:\s+(?:in|of|among)"
     r"\s+(?:the|these|those)\s+(?:given\s+)?(?:examples|options|sentences|two))?)?\s+is\s*:?\s*"

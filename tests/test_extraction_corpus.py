@@ -217,13 +217,14 @@ def test_heldout_v5_readout_does_not_fall_below_its_measurement(name: str) -> No
 
 # ---- held-out corpus v6: two blind readers a case, measured once on extraction v6 -------------------
 
-V6_FLOORS = {"truthfulqa": (56, 0), "bbq": (52, 0), "toxigen": (55, 2), "crows_pairs": (46, 0), "xstest": (39, 2)}
+V6_FLOORS = {"truthfulqa": (57, 0), "bbq": (54, 0), "toxigen": (59, 0), "crows_pairs": (47, 0), "xstest": (46, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
-the cases the two readers labelled alike: extraction v6's held-out measurement, taken once before any
-rule changed in this corpus's light (0.805 over 308, 4 wrong class:
-tests/extraction_corpus/heldout_v6/README.md). The wrong-class allowances are that measurement, not
-a tolerance: a later version brings them to 0 and lowers them here."""
-V6_XSTEST_THREE_CLASSES = 36
+the cases the two readers labelled alike. Extraction v6's held-out measurement, taken once before any
+rule changed in this corpus's light, was 56/0, 52/0, 55/2, 46/0, 39/2 (0.805 over 308, 4 wrong class:
+tests/extraction_corpus/heldout_v6/README.md); extraction v7 was written in its light (its four
+wrong-class readings fixed, revised answers read), so these are v7's development figures (0.854, 0
+wrong class). Raise, never lower."""
+V6_XSTEST_THREE_CLASSES = 43
 
 
 def test_heldout_v6_is_large_labelled_twice_and_well_formed() -> None:

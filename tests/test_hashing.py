@@ -5,10 +5,10 @@ The values were computed by the code at commit a722f80 (before ``hashing.py``, t
 contract and ``gridplan.RequestPlan`` existed). A run frozen then must still resume and verify, so
 any change here is a change of every existing plan's identity: never edit a value to make this pass.
 
-Deliberate changes, recorded here: extraction v3, v4, v5 and v6 (issue 28) changed what the regex path
+Deliberate changes, recorded here: extraction v3 to v7 (issue 28) changed what the regex path
 reads from a generation, so every configuration that reads with the rules carries its
 ``extraction_version`` and a new hash -- otherwise a run frozen under an older version would resume
-with cells read by two rule sets. ``GOLDEN_BEFORE_V3``, ``_V4``, ``_V5`` and ``_V6`` keep the values
+with cells read by two rule sets. ``GOLDEN_BEFORE_V3`` to ``_V7`` keep the values
 each replaced. Nothing else moved: the request bodies, batches
 and seeds are the same, and a plan without regex cells keeps its hash (``NON_REGEX_PLAN``).
 """
@@ -28,15 +28,15 @@ GRID = {"models": [{"name": "m"}], "benchmarks": ["bbq", "crows_pairs"], "templa
         "limit": 3, "exclusions": [{"template": "cot", "scoring": "symmetric"}],
         "gates": {"repeat": {"configs": [{"template": "minimal"}]}}}
 GOLDEN = {
-    "config": "e1befe8f80ddf5b8090944ffab8591d9e19f89fd81eca5424d63483ff50af8d5",  # regex: v6
+    "config": "ee6fd96f67ed63a41e84a13129d6b3511a76db1bcb375034e5b962613ec889c3",  # regex: v7
     "config2": "617b4f2f68617e285e2bcbecb6755a8032855679fbcd664f3f10cec5bc989cde",
-    "plan": "1c09e7954dbfbd7c364fa409b54d1ba52aaed37a200fd78a599e000d3b33c3a6",  # has regex cells: v6
+    "plan": "a4b1c361a433c1a7765ad127588a5b6d09ca80d4aed1c7fa9a026ef449fc087d",  # has regex cells: v7
     "keys": "5da67f45d5dafceecbc848623c43dab9949342e5d2c5be51b105cf6b9d3e65cf",
     "batches": "8d26145ed2b74f8d00ed8468311b1c84194041b4c216eb4930c7217f1cf10140",
     # which batches are decoded together (issue 30, engine context-states/3): moving it moves a
     # run's bits, so it is pinned like the batches
     "decode_groups": "e0e21ee5de0780730c169e8c9a5d762d0619360fea6f8b503e79eddb005b600e",
-    "anchor": "63411030f6fb1a3ac62b840be1fede4d953b9dbb7ccacc1a06d549c1ddaa6d5e",  # covers the plan: v6
+    "anchor": "a6489a3d8e86a05a77eecdbe2da4db96b2d0d584764c6f8d38cb3f0189e460b7",  # covers the plan: v7
     "header": "53a9e9630085f808625ec3aa70f982fda9b0fe28c1a390edfbf74ef8f87009a4",
     "entry": "e859e3a3edd94256ca87352a57968ab7ce77ccc112ab4003c42e0551e0ca5bb7",
     "seed": (1902167275, "8585c8f232358bc1560d59aa4595554620600bee43ce9b081f1a1e58c41f7687"),
@@ -57,17 +57,21 @@ GOLDEN_BEFORE_V6 = {"config": "12e96b6006e2dc67f0107a028209f0d890df0db0752cc23bc
                     "plan": "ed218b5829664dd6512f754edbd9880a8ec413c78a3a37df44fe4f00adfec2ca",
                     "anchor": "f157eec0cb59e9df5ab4c8a5bb52642f46ae3fcd86c6887bbad2c5aaabf31a96"}
 """The values extraction v6 replaced (extraction v5: commit 444855b through 06edf7e)."""
+GOLDEN_BEFORE_V7 = {"config": "e1befe8f80ddf5b8090944ffab8591d9e19f89fd81eca5424d63483ff50af8d5",
+                    "plan": "1c09e7954dbfbd7c364fa409b54d1ba52aaed37a200fd78a599e000d3b33c3a6",
+                    "anchor": "63411030f6fb1a3ac62b840be1fede4d953b9dbb7ccacc1a06d549c1ddaa6d5e"}
+"""The values extraction v7 replaced (extraction v6: commit e32343f through 8fbe73f)."""
 NON_REGEX_PLAN = "a51bfda8bc90a1261a83d3fba8ee04d5a3b78d0a58d0b192aa5be05799212365"
 """``GRID`` with scorings logprob and symmetric only, computed by commit 4aeae9f (extraction v2)."""
 
 
 def test_a_rule_change_moves_only_the_cells_it_reads() -> None:
     assert plan(build_grid({**GRID, "scorings": ["logprob", "symmetric"]}))["plan_sha256"] == NON_REGEX_PLAN
-    logprob = build_config({"benchmark": "bbq", "scoring": "logprob", "extraction_version": 6})
+    logprob = build_config({"benchmark": "bbq", "scoring": "logprob", "extraction_version": 7})
     assert '"extraction_version":2' in logprob.canonical_json()  # never read with the rules: stays 2
-    assert '"extraction_version":6' in build_config({"benchmark": "bbq", "scoring": "regex"}).canonical_json()
+    assert '"extraction_version":7' in build_config({"benchmark": "bbq", "scoring": "regex"}).canonical_json()
     assert len({GOLDEN_BEFORE_V3["config"], GOLDEN_BEFORE_V4["config"], GOLDEN_BEFORE_V5["config"],
-                GOLDEN_BEFORE_V6["config"], GOLDEN["config"]}) == 5
+                GOLDEN_BEFORE_V6["config"], GOLDEN_BEFORE_V7["config"], GOLDEN["config"]}) == 6
 
 
 def test_configuration_hashes() -> None:
