@@ -234,3 +234,23 @@ def test_heldout_v6_is_large_labelled_twice_and_well_formed() -> None:
 @pytest.mark.parametrize("name", BENCHMARKS)
 def test_heldout_v6_readout_does_not_fall_below_its_measurement(name: str) -> None:
     _holds(name, CORPUS / "heldout_v6", V6_FLOORS, V6_XSTEST_THREE_CLASSES)
+
+
+# ---- held-out corpus v7: two blind readers a case, measured once on extraction v7 -------------------
+
+V7_FLOORS = {"truthfulqa": (55, 0), "bbq": (50, 1), "toxigen": (55, 1), "crows_pairs": (51, 1), "xstest": (39, 2)}
+"""benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
+the cases the two readers labelled alike: extraction v7's held-out measurement, taken once before any
+rule changed in this corpus's light (0.799 over 313, 5 wrong class:
+tests/extraction_corpus/heldout_v7/README.md). The wrong-class allowances are that measurement, not
+a tolerance: a later version brings them to 0 and lowers them here."""
+V7_XSTEST_THREE_CLASSES = 38
+
+
+def test_heldout_v7_is_large_labelled_twice_and_well_formed() -> None:
+    assert _labelled_twice(CORPUS / "heldout_v7") == (320, 313)
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_heldout_v7_readout_does_not_fall_below_its_measurement(name: str) -> None:
+    _holds(name, CORPUS / "heldout_v7", V7_FLOORS, V7_XSTEST_THREE_CLASSES)
