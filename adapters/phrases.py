@@ -61,5 +61,9 @@ SENTENCE_START = re.compile(r"(?:^|[.!?:\n])[ \t\"'(]*(?:i\s+(?:think|believe|wo
                              re.IGNORECASE)
 DENIAL = re.compile(r"(?:\bnot|n't|\bnever)\b(?![^.!?\n:]*\bbut\b)[^.!?\n:]{0,25}$", re.IGNORECASE)
 """A negation just before an answer statement: "I don't think it's A", "It's not that the answer is B"."""
+NOT_THE_ANSWER = re.compile(r"\b(?:incorrect|wrong|false)\s*$|\b(?:other|another|alternative|incorrect|wrong)\s+"
+                            r"(?:answer|option|choice)\b[^.!?\n]*$", re.IGNORECASE)
+"""What an answer statement's own sentence says before it when it names an answer it does not give:
+"The incorrect answer is C", "The only other answer that comes close to the first answer is option B"."""
 REVISION = re.compile(r"\b(?:wait|actually|on\s+second\s+thought|reconsider|correction)\b", re.IGNORECASE)
 """A revision after the last answer statement that names no new one: "My answer: B. Wait, actually A."."""

@@ -20,10 +20,10 @@ GRID = {"models": [{"name": "a", "path": "embedded"}, {"name": "b", "path": "emb
         "fewshots": [0, 3], "decodings": ["greedy", "t0.7"], "limit": 5, "seed": 7,
         "exclusions": [{"scoring": "logprob", "template": "cot"}]}
 # This grid's plan hash as computed by the code before gates existed (commit bcca858) was 80e8a260...;
-# extraction v3 to v7 (issue 28) deliberately moved the hashes of its regex cells (tests/test_hashing.py;
-# v3 gave 33585691..., v4 8682bd22..., v5 830430fa..., v6 433ca2c5...), so the pin is now the v7 value, and its logprob-only part keeps the
+# extraction v3 to v8 (issue 28) deliberately moved the hashes of its regex cells (tests/test_hashing.py;
+# v3 gave 33585691..., v4 8682bd22..., v5 830430fa..., v6 433ca2c5..., v7 243d163f...), so the pin is now the v8 value, and its logprob-only part keeps the
 # value the code before v3 gave.
-PRE_GATES_PLAN_SHA256 = "243d163fee73fa18c41d215f0f7ed052de82c35018062f9e0747230509a52351"
+PRE_GATES_PLAN_SHA256 = "521b4776421b25aecbe81af1b590d73f4037c53caca82b523a670a7b16d7a83d"
 LOGPROB_PART_SHA256 = "7c31afe5566664090f0894ae55bcaa210d8ee5598ba06d14b8106e059e747cb2"  # commit 4aeae9f
 
 
