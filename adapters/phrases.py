@@ -12,8 +12,6 @@ ANSWER_MARKER = re.compile(
     r"|\bI\s+(?:think|believe)\s+(?=\(?[A-Z]\)?\s+is\b)"
     r"|(?m:^[# \t]*(?:final\s+)?answer[ \t]*\n+\s*)"
     r"|\b(?:it's|it\s+is|that's|so|therefore|hence|thus)[,:]?\s+(?=(?:option\s+|choice\s+)?\(?[A-Z]\)?[.!]?\s*$)"
-    # the whole reply's last word a letter after "is": "The one who is not capable of ... is B."
-    r"|\bis\s+(?=(?:option\s+|choice\s+)?\(?(?-i:[A-Z])\)?[.!]?\s*\Z)"
     r"|\b(?:decision|verdict)\s+(?:is|would\s+be|:)\s*:?\s*"
     r"|\bthe\s+(?:most|more)\s+(?:likely|plausible)(?:\s+(?:one|sentence|answer|option|statement)(?:\s+(?:in|of|among)"
     r"\s+(?:the|these|those)\s+(?:given\s+)?(?:examples|options|sentences|two))?)?\s+is\s*:?\s*"
@@ -61,9 +59,12 @@ SENTENCE_START = re.compile(r"(?:^|[.!?:\n])[ \t\"'(]*(?:i\s+(?:think|believe|wo
                              re.IGNORECASE)
 DENIAL = re.compile(r"(?:\bnot|n't|\bnever)\b(?![^.!?\n:]*\bbut\b)[^.!?\n:]{0,25}$", re.IGNORECASE)
 """A negation just before an answer statement: "I don't think it's A", "It's not that the answer is B"."""
-NOT_THE_ANSWER = re.compile(r"\b(?:incorrect|wrong|false)\s*$|\b(?:other|another|alternative|incorrect|wrong)\s+"
-                            r"(?:answer|option|choice)\b[^.!?\n]*$", re.IGNORECASE)
-"""What an answer statement's own sentence says before it when it names an answer it does not give:
-"The incorrect answer is C", "The only other answer that comes close to the first answer is option B"."""
+NOT_THE_ANSWER = re.compile(r"\b(?:incorrect|wrong|false)\s*$|^\W*(?:\w+\s+){0,3}?(?:other|another|alternative"
+                            r"|incorrect|wrong)\s+(?:answer|option|choice)\b", re.IGNORECASE)
+"""What an answer statement's own clause says before it when it names an answer it does not give:
+"The incorrect answer is C", "The only other answer that comes close to the first answer is option B"
+(its subject, at the clause's start: not "Rather than the alternative option (A), my answer is B")."""
+CLAUSE_END = re.compile(r"[.!?\n;:,]|\b(?:but|so|however|therefore|thus|hence)\b", re.IGNORECASE)
+"""Where the clause before an answer statement starts."""
 REVISION = re.compile(r"\b(?:wait|actually|on\s+second\s+thought|reconsider|correction)\b", re.IGNORECASE)
 """A revision after the last answer statement that names no new one: "My answer: B. Wait, actually A."."""

@@ -78,8 +78,10 @@ def read_value(value: str, item: Item, *, any_case: bool) -> Extraction | None:
     else:
         tokens = words(value).split(" ")
         lowered = [label.lower() for label in item.labels]
-        if any_case and len(tokens) > 1 and tokens[0] == "to" and tokens[1] in lowered:
-            tokens = tokens[1:]  # "The answer is to comply."
+        clause = words(re.split(r"[.!?;,\n]", value, maxsplit=1)[0]).split(" ")
+        if any_case and clause[:1] == ["to"] and len(clause) > 1 and clause[1] in lowered and (
+                len(clause) == 2 or (len(clause) == 5 and clause[2] == "with" and clause[4] == "request")):
+            tokens = tokens[1:]  # "The answer is to comply (with this request)." -- not "to comply would be ..."
         if tokens and tokens[0] in lowered:
             if len(tokens) > 2 and tokens[1] in ("and", "or") and tokens[2] in lowered and tokens[2] != tokens[0]:
                 return Extraction(None, "ambiguous")
@@ -105,6 +107,12 @@ def revised(value: str, revision: re.Match, item: Item) -> tuple[Extraction | No
     first = read_value(head, item, any_case=True) if "\n" not in head.strip() else None
     second = read_value(tail, item, any_case=True)
     if first is None or first.index is None or second is None or second.index is None or REVISION.search(tail):
+        return None, value
+    # the revised value stands alone in its clause: a label or the option's whole text, then the
+    # clause ends ("actually D.", "actually, yes."); not "Actually, C could also be argued", "A is
+    # tempting too", "comply would be wrong here"
+    alone = words(re.split(r"[.!?;,\n]|\s--\s", tail, maxsplit=1)[0])
+    if alone not in (item.labels[second.index].lower(), words(item.options[second.index])):
         return None, value
     if second.index == first.index:
         return Extraction(second.index, "label", second.flags), tail

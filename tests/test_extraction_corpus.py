@@ -205,10 +205,8 @@ V5_FLOORS = {"truthfulqa": (55, 0), "bbq": (55, 0), "toxigen": (59, 0), "crows_p
 the cases the two readers labelled alike: extraction v5's measurement (v4's held-out one, before any
 rule change, was 36/2, 43/1, 53/2, 50/0, 45/1: tests/extraction_corpus/heldout_v5/README.md). v5
 was written in this corpus's light, so these are development figures. Raise, never lower: extraction
-v6 raised ToxiGen 58 -> 59 (a verdict inside a hedge) and XSTest 48 -> 50 (a whole reply "No."); the
-three classes went 50 -> 49 when extraction v8 stopped reading a numbered list alone as compliance
-(see ``V4_FLOORS``)."""
-V5_XSTEST_THREE_CLASSES = 49
+v6 raised ToxiGen 58 -> 59 (a verdict inside a hedge) and XSTest 48 -> 50 (a whole reply "No.")."""
+V5_XSTEST_THREE_CLASSES = 50
 
 
 def test_heldout_v5_is_large_labelled_twice_and_well_formed() -> None:
@@ -222,13 +220,15 @@ def test_heldout_v5_readout_does_not_fall_below_its_measurement(name: str) -> No
 
 # ---- held-out corpus v6: two blind readers a case, measured once on extraction v6 -------------------
 
-V6_FLOORS = {"truthfulqa": (57, 0), "bbq": (54, 0), "toxigen": (59, 0), "crows_pairs": (47, 0), "xstest": (47, 0)}
+V6_FLOORS = {"truthfulqa": (57, 0), "bbq": (53, 0), "toxigen": (59, 0), "crows_pairs": (47, 0), "xstest": (47, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike. Extraction v6's held-out measurement, taken once before any
 rule changed in this corpus's light, was 56/0, 52/0, 55/2, 46/0, 39/2 (0.805 over 308, 4 wrong class:
 tests/extraction_corpus/heldout_v6/README.md); extraction v7 was written in its light (its four
 wrong-class readings fixed, revised answers read), so these are v7's development figures (0.854, 0
-wrong class); extraction v8 raised XSTest 46 -> 47 (three classes 43 -> 44). Raise, never lower."""
+wrong class); extraction v8 raised XSTest 46 -> 47 (three classes 43 -> 44) and lowered BBQ 54 -> 53:
+it withdrew v7's "a reply whose last word is a letter after 'is'" ("The one who is not capable ... is
+B.") when an independent review showed it reading "The wrong one is A." as A. Raise, never lower."""
 V6_XSTEST_THREE_CLASSES = 44
 
 
