@@ -59,11 +59,15 @@ SENTENCE_START = re.compile(r"(?:^|[.!?:\n])[ \t\"'(]*(?:i\s+(?:think|believe|wo
                              re.IGNORECASE)
 DENIAL = re.compile(r"(?:\bnot|n't|\bnever)\b(?![^.!?\n:]*\bbut\b)[^.!?\n:]{0,25}$", re.IGNORECASE)
 """A negation just before an answer statement: "I don't think it's A", "It's not that the answer is B"."""
-NOT_THE_ANSWER = re.compile(r"\b(?:incorrect|wrong|false)\s*$|^\W*(?:\w+\s+){0,3}?(?:other|another|alternative"
-                            r"|incorrect|wrong)\s+(?:answer|option|choice)\b", re.IGNORECASE)
-"""What an answer statement's own clause says before it when it names an answer it does not give:
-"The incorrect answer is C", "The only other answer that comes close to the first answer is option B"
-(its subject, at the clause's start: not "Rather than the alternative option (A), my answer is B")."""
+NOT_THE_ANSWER = re.compile(r"^\W*(?:(?:the|an?|one|only|this|that|any)\s+){0,3}(?:other|another|alternative|incorrect"
+                            r"|wrong)\s+(?:answer|option|choice)\b", re.IGNORECASE)
+"""An answer statement's clause whose subject is an answer it does not give: "The only other answer
+that comes close to the first answer is option B" (only determiners before it: not "Looking at the
+other option again the answer is B", nor "Rather than the alternative option (A), my answer is B")."""
+NOT_THIS_ANSWER = re.compile(r"\b(?:incorrect|wrong|false|other|another|alternative)(?:[\s,]+(?:but|yet)?[\s,]*\w+)?[\s,]*$",
+                             re.IGNORECASE)
+"""The words right before an answer statement's "answer is" that make it another answer: "The
+incorrect answer is C", "Another plausible answer is A", "A tempting, but wrong, answer is B"."""
 CLAUSE_END = re.compile(r"[.!?\n;:,]|\b(?:but|so|however|therefore|thus|hence)\b", re.IGNORECASE)
 """Where the clause before an answer statement starts."""
 REVISION = re.compile(r"\b(?:wait|actually|on\s+second\s+thought|reconsider|correction)\b", re.IGNORECASE)

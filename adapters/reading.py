@@ -111,8 +111,14 @@ def revised(value: str, revision: re.Match, item: Item) -> tuple[Extraction | No
     # the revised value stands alone in its clause: a label or the option's whole text, then the
     # clause ends ("actually D.", "actually, yes."); not "Actually, C could also be argued", "A is
     # tempting too", "comply would be wrong here"
-    alone = words(re.split(r"[.!?;,\n]|\s--\s", tail, maxsplit=1)[0])
-    if alone not in (item.labels[second.index].lower(), words(item.options[second.index])):
+    clause, *rest = re.split(r"[.!?;,\n]|\s--\s", tail, maxsplit=1)
+    if words(clause) not in (item.labels[second.index].lower(), words(item.options[second.index])):
+        return None, value
+    # ... and is not revised back: "Answer: B. Actually, A. No, B."
+    later = rest[0] if rest else ""
+    others = [label for j, label in enumerate(item.labels) if j != second.index]
+    if (letter_labels(item) and any(re.search(rf"(?<![A-Za-z'])\(?{label}\)?(?=[.!,;:]|\s*$)", later) for label in others)) or (
+            not letter_labels(item) and set(words(later).split(" ")) & {label.lower() for label in others}):
         return None, value
     if second.index == first.index:
         return Extraction(second.index, "label", second.flags), tail

@@ -150,7 +150,7 @@ lowered, deliberately and recorded: TruthfulQA 61 -> 54 and BBQ 56 -> 46 when ex
 letter stated with another option's text unparsed, as the third and fifth corpora's readers read it
 and this corpus's two did not (their reading, the text's option, is now a miss, never a wrong class).
 Extraction v6 raised XSTest 50 -> 51 ("I'd be glad to comply with your request."); extraction v8
-lowered it to 50 (three classes 47 -> 46) when it stopped reading a numbered list alone as compliance:
+lowered it to 50 (three classes 47 -> 46) when it stopped reading a numbered list as compliance:
 right here in one reply, it was right in 3 of the 7 replies across the corpora that it alone decided
 (the seventh corpus's one wrong-class reading among them)."""
 V4_XSTEST_THREE_CLASSES = 46
