@@ -342,3 +342,41 @@ def test_check_writable_name_too_long(tmp_path: Path) -> None:
     # Close to the limit: the folder itself would fit, but its staging name would not.
     with pytest.raises(ConfigError, match="too long"):
         check_writable(tmp_path / ("n" * 250))
+
+
+# ---- the model cache: two processes converting at once -----------------------------------------------
+
+def _model_folder(path: Path, marker: str) -> Path:
+    path.mkdir(parents=True)
+    (path / "config.json").write_text("{}")
+    (path / "weights").write_text(marker)
+    return path
+
+
+def test_model_copy_losing_the_race_keeps_the_winner(tmp_path: Path) -> None:
+    # Seen on a fresh machine: two setups preparing the model at once, the second failed with
+    # "Directory not empty" (and the embedded path removed the first one's finished folder).
+    from safetyrepro.adapters.models.embedded import publish_copy
+
+    target = _model_folder(tmp_path / "model", "first")
+    publish_copy(_model_folder(tmp_path / ".convert-b", "second"), target)
+    assert (target / "weights").read_text() == "first"
+
+
+def test_model_copy_replaces_a_folder_that_is_not_a_copy(tmp_path: Path) -> None:
+    from safetyrepro.adapters.models.embedded import publish_copy
+
+    target = tmp_path / "model"
+    target.mkdir()
+    (target / "stray.txt").write_text("not a model")
+    staging = _model_folder(tmp_path / ".convert-a", "ours")
+    publish_copy(staging, target)
+    assert (target / "weights").read_text() == "ours" and not staging.exists()
+    assert not (target / "stray.txt").exists()
+
+
+def test_model_copy_other_rename_failures_are_raised(tmp_path: Path) -> None:
+    from safetyrepro.adapters.models.embedded import publish_copy
+
+    with pytest.raises(OSError):
+        publish_copy(tmp_path / "missing-staging", tmp_path / "model")

@@ -2,7 +2,8 @@
 
 The GGUF is dequantised once into an ordinary HF folder in the user cache (about 520 MB) and
 reused; conversion writes to a temporary folder and renames it, so an interrupted conversion
-never leaves a half-written model behind.
+never leaves a half-written model behind. Two processes that convert at once (two setups, the
+workers of a grid) both finish: the first rename wins and the other discards its identical copy.
 """
 
 from __future__ import annotations
@@ -54,13 +55,28 @@ def embedded_model_dir() -> Path:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         (staging / "SOURCE_GGUF_SHA256").write_text(sha256_of(source) + "  " + GGUF_NAME + "\n")
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
+        publish_copy(staging, target)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def publish_copy(staging: Path, target: Path) -> None:
+    """Rename a finished conversion into place, unless another process published one first.
+
+    A finished copy (its config.json present) is never removed: another process may be loading
+    it, and it holds what ours holds (the same source bytes through the same code). Only a folder
+    without config.json -- not one of ours, since ours appear whole by rename -- is replaced.
+    """
+    if target.exists() and not (target / "config.json").is_file():
+        shutil.rmtree(target)
+    try:
+        staging.rename(target)
+    except OSError:
+        if not (target / "config.json").is_file():
+            raise
+        # Lost the race to an identical copy: the caller's cleanup removes ours.
 
 
 def nf4_checkpoint(model_dir: Path) -> Path:
@@ -97,7 +113,7 @@ def nf4_checkpoint(model_dir: Path) -> Path:
             shutil.copyfile(source, staging / source.name)
         # Which folder was quantised: a harness that loads this copy (HELM) reports the model by it.
         (staging / NF4_SOURCE).write_text(str(model_dir.expanduser().resolve() if model_dir.exists() else model_dir) + "\n")
-        staging.rename(target)
+        publish_copy(staging, target)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
