@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -15,6 +16,9 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("SAFETYREPRO_TEST_DATA") or REPO.parent / "shared" / "data")
 # Module-scoped fixtures and subprocesses (lm_eval) run outside the per-test monkeypatch below.
 os.environ["SAFETYREPRO_DATA_DIR"] = str(DATA)
+
+WORKER_TALLIES = pytest.StashKey[dict]()
+"""The controller's merge of the workers' per-rule tallies (pytest_testnodedown)."""
 
 
 @pytest.fixture(scope="session")
@@ -51,14 +55,56 @@ def lm():
     return load_model(ModelSpec())
 
 
-def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 - pytest hook
+# The suite runs in two pytest-xdist workers, a file at a time (scripts/test.sh: --dist loadfile, so a
+# module's fixtures -- harness CLI runs, loaded models -- are built once, in one worker). A worker
+# takes the next file when it is free, so the files that take longest go first: started last, one of
+# them would leave the other worker idle at the end. Measured per-file times (setup + calls, one
+# worker, 2 cores), slowest first; a file not named keeps its place after these. The order changes
+# only how the work is balanced, never what a test sees.
+HEAVY_FIRST = (
+    "test_crosspkg", "test_statsreport", "test_inspect", "test_pilot", "test_native_inspect",
+    "test_prefix", "test_helm", "test_plugin", "test_bad_input", "test_lm_eval", "test_gridrun",
+    "test_endpoint_logprobs", "test_nothing_lost", "test_gridray", "test_endpoint", "test_symmetric",
+)
+
+
+def pytest_collection_modifyitems(config, items) -> None:  # noqa: ANN001 - pytest hook
+    rank = {name: place for place, name in enumerate(HEAVY_FIRST)}
+    # sorted() is stable: tests keep their order inside a file, unnamed files their order among themselves.
+    items[:] = sorted(items, key=lambda item: rank.get(item.path.stem, len(HEAVY_FIRST)))
+
+
+def _rule_tally() -> dict[str, dict[str, int]]:
+    """This process's per-rule tally from test_extraction_corpus (empty where it did not run here)."""
+    import sys
+
+    module = sys.modules.get("test_extraction_corpus") or sys.modules.get("tests.test_extraction_corpus")
+    return {rule: dict(counts) for rule, counts in getattr(module, "RULE_TALLY", {}).items()}
+
+
+def pytest_sessionfinish(session) -> None:  # noqa: ANN001 - pytest hook
+    # Under xdist the corpus tests ran in a worker: hand its tally to the controller, which prints it.
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["rule_tally"] = json.dumps(_rule_tally())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:  # noqa: ANN001 - xdist hook, in the controller
+    tally = json.loads(getattr(node, "workeroutput", {}).get("rule_tally", "{}"))
+    merged = node.config.stash.setdefault(WORKER_TALLIES, {})
+    for rule, counts in tally.items():
+        for outcome, count in counts.items():
+            merged.setdefault(rule, {}).setdefault(outcome, 0)
+            merged[rule][outcome] += count
+
+
+def pytest_terminal_summary(terminalreporter, config) -> None:  # noqa: ANN001 - pytest hook
     """Per-rule precision of the regex readout on the labelled corpus (test_extraction_corpus)."""
-    module = __import__("sys").modules.get("test_extraction_corpus") or __import__("sys").modules.get(
-        "tests.test_extraction_corpus")
-    tally = getattr(module, "RULE_TALLY", None)
+    tally = config.stash.get(WORKER_TALLIES, None) or _rule_tally()
     if not tally:
         return
     terminalreporter.section("regex readout: per-rule precision on the held-out labelled corpus")
     for rule, counts in sorted(tally.items()):
-        decided = counts["right"] + counts["wrong"]
-        terminalreporter.write_line(f"{rule:>22}: {counts['right']}/{decided} = {counts['right'] / decided:.3f}")
+        right, decided = counts.get("right", 0), counts.get("right", 0) + counts.get("wrong", 0)
+        terminalreporter.write_line(f"{rule:>22}: {right}/{decided} = {right / decided:.3f}")
