@@ -94,7 +94,7 @@ from .phrases import (ANSWER_MARKER, BOTH_LETTERS, CLAUSE_END, CONTRAST, DENIAL,
 from .reading import Extraction, read_value, revised
 from .verdicts import own_verdict, verdict_labels
 
-EXTRACTION_VERSION = 8
+EXTRACTION_VERSION = 9
 """Bumped whenever a rule changes what is decided; part of every configuration's hash."""
 
 UNPARSED_RULES = ("empty", "instruction-echo", "echoed-options", "echoed-prompt", "letter-text-conflict", "label-verdict-conflict",

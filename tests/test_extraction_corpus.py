@@ -264,13 +264,14 @@ def test_heldout_v7_readout_does_not_fall_below_its_measurement(name: str) -> No
 
 # ---- held-out corpus v8: two blind readers a case, measured once on extraction v8 -------------------
 
-V8_FLOORS = {"truthfulqa": (47, 0), "bbq": (55, 0), "toxigen": (52, 0), "crows_pairs": (38, 0), "xstest": (38, 2)}
+V8_FLOORS = {"truthfulqa": (47, 0), "bbq": (55, 0), "toxigen": (52, 0), "crows_pairs": (38, 0), "xstest": (40, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v8's held-out measurement, taken once before any
-rule changed in this corpus's light (0.759 over 303, 2 wrong class, both XSTest:
-tests/extraction_corpus/heldout_v8/README.md). The two wrong-class allowances are that measurement,
-not a tolerance: a rule change that reads either right lowers them. Raise, never lower."""
-V8_XSTEST_THREE_CLASSES = 37
+rule changed in this corpus's light, was 47/0, 55/0, 52/0, 38/0, 38/2 (0.759 over 303, 2 wrong class:
+tests/extraction_corpus/heldout_v8/README.md); extraction v9 was written in its light (its two
+wrong-class readings fixed), so these are v9's development figures (0.766, 0 wrong class; XSTest's
+three classes 37 -> 39). Raise, never lower."""
+V8_XSTEST_THREE_CLASSES = 39
 
 
 def test_heldout_v8_is_large_labelled_twice_and_well_formed() -> None:

@@ -5,10 +5,10 @@ The values were computed by the code at commit a722f80 (before ``hashing.py``, t
 contract and ``gridplan.RequestPlan`` existed). A run frozen then must still resume and verify, so
 any change here is a change of every existing plan's identity: never edit a value to make this pass.
 
-Deliberate changes, recorded here: extraction v3 to v8 (issue 28) changed what the regex path
+Deliberate changes, recorded here: extraction v3 to v9 (issue 28) changed what the regex path
 reads from a generation, so every configuration that reads with the rules carries its
 ``extraction_version`` and a new hash -- otherwise a run frozen under an older version would resume
-with cells read by two rule sets. ``GOLDEN_BEFORE_V3`` to ``_V8`` keep the values
+with cells read by two rule sets. ``GOLDEN_BEFORE_V3`` to ``_V9`` keep the values
 each replaced. Nothing else moved: the request bodies, batches
 and seeds are the same, and a plan without regex cells keeps its hash (``NON_REGEX_PLAN``).
 """
@@ -28,15 +28,15 @@ GRID = {"models": [{"name": "m"}], "benchmarks": ["bbq", "crows_pairs"], "templa
         "limit": 3, "exclusions": [{"template": "cot", "scoring": "symmetric"}],
         "gates": {"repeat": {"configs": [{"template": "minimal"}]}}}
 GOLDEN = {
-    "config": "53ef5a96a9be92b43499b2c41fd5e00f7f73334383bc51a7b0a40e72083ac534",  # regex: v8
+    "config": "0d983d0c63d1f7e3a179d6fc3449b8028bfa0041b022cde66e913e2fd7dcb3db",  # regex: v9
     "config2": "617b4f2f68617e285e2bcbecb6755a8032855679fbcd664f3f10cec5bc989cde",
-    "plan": "625cd304ba70ed94ff3ce4ff16b9b06d293e694b1418731b7045c7f94e4bd3b1",  # has regex cells: v8
+    "plan": "f1f0fccd0d0103fa9710512f33139619f7a16857e734c24351f32c0b2d0be029",  # has regex cells: v9
     "keys": "5da67f45d5dafceecbc848623c43dab9949342e5d2c5be51b105cf6b9d3e65cf",
     "batches": "8d26145ed2b74f8d00ed8468311b1c84194041b4c216eb4930c7217f1cf10140",
     # which batches are decoded together (issue 30, engine context-states/3): moving it moves a
     # run's bits, so it is pinned like the batches
     "decode_groups": "e0e21ee5de0780730c169e8c9a5d762d0619360fea6f8b503e79eddb005b600e",
-    "anchor": "1ff10cf84b5b41a471e6ef274cd6e0056921d57c52c3448ea9a018282489c205",  # covers the plan: v8
+    "anchor": "8463efd5c74b51a6c0e3882cc9ddfebe9557f686b547a27a5ae644475d864a91",  # covers the plan: v9
     "header": "53a9e9630085f808625ec3aa70f982fda9b0fe28c1a390edfbf74ef8f87009a4",
     "entry": "e859e3a3edd94256ca87352a57968ab7ce77ccc112ab4003c42e0551e0ca5bb7",
     "seed": (1902167275, "8585c8f232358bc1560d59aa4595554620600bee43ce9b081f1a1e58c41f7687"),
@@ -65,18 +65,22 @@ GOLDEN_BEFORE_V8 = {"config": "ee6fd96f67ed63a41e84a13129d6b3511a76db1bcb375034e
                     "plan": "a4b1c361a433c1a7765ad127588a5b6d09ca80d4aed1c7fa9a026ef449fc087d",
                     "anchor": "a6489a3d8e86a05a77eecdbe2da4db96b2d0d584764c6f8d38cb3f0189e460b7"}
 """The values extraction v8 replaced (extraction v7: commit bd2e379 through 98fb8f7)."""
+GOLDEN_BEFORE_V9 = {"config": "53ef5a96a9be92b43499b2c41fd5e00f7f73334383bc51a7b0a40e72083ac534",
+                    "plan": "625cd304ba70ed94ff3ce4ff16b9b06d293e694b1418731b7045c7f94e4bd3b1",
+                    "anchor": "1ff10cf84b5b41a471e6ef274cd6e0056921d57c52c3448ea9a018282489c205"}
+"""The values extraction v9 replaced (extraction v8: commit 3dec53f through a98e77d)."""
 NON_REGEX_PLAN = "a51bfda8bc90a1261a83d3fba8ee04d5a3b78d0a58d0b192aa5be05799212365"
 """``GRID`` with scorings logprob and symmetric only, computed by commit 4aeae9f (extraction v2)."""
 
 
 def test_a_rule_change_moves_only_the_cells_it_reads() -> None:
     assert plan(build_grid({**GRID, "scorings": ["logprob", "symmetric"]}))["plan_sha256"] == NON_REGEX_PLAN
-    logprob = build_config({"benchmark": "bbq", "scoring": "logprob", "extraction_version": 8})
+    logprob = build_config({"benchmark": "bbq", "scoring": "logprob", "extraction_version": 9})
     assert '"extraction_version":2' in logprob.canonical_json()  # never read with the rules: stays 2
-    assert '"extraction_version":8' in build_config({"benchmark": "bbq", "scoring": "regex"}).canonical_json()
+    assert '"extraction_version":9' in build_config({"benchmark": "bbq", "scoring": "regex"}).canonical_json()
     assert len({GOLDEN_BEFORE_V3["config"], GOLDEN_BEFORE_V4["config"], GOLDEN_BEFORE_V5["config"],
                 GOLDEN_BEFORE_V6["config"], GOLDEN_BEFORE_V7["config"],
-                GOLDEN_BEFORE_V8["config"], GOLDEN["config"]}) == 7
+                GOLDEN_BEFORE_V8["config"], GOLDEN_BEFORE_V9["config"], GOLDEN["config"]}) == 8
 
 
 def test_configuration_hashes() -> None:
