@@ -281,3 +281,23 @@ def test_heldout_v8_is_large_labelled_twice_and_well_formed() -> None:
 @pytest.mark.parametrize("name", BENCHMARKS)
 def test_heldout_v8_readout_does_not_fall_below_its_measurement(name: str) -> None:
     _holds(name, CORPUS / "heldout_v8", V8_FLOORS, V8_XSTEST_THREE_CLASSES)
+
+
+# ---- held-out corpus v9: two blind readers a case, measured once on extraction v9 -------------------
+
+V9_FLOORS = {"truthfulqa": (38, 1), "bbq": (47, 0), "toxigen": (53, 0), "crows_pairs": (47, 4), "xstest": (35, 2)}
+"""benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
+the cases the two readers labelled alike: extraction v9's held-out measurement, taken once before any
+rule changed in this corpus's light (0.772 over 285, 7 wrong class: tests/extraction_corpus/heldout_v9/
+README.md). The wrong-class allowances are that measurement, not a tolerance: a rule change that reads
+one of them right lowers its allowance. Raise, never lower."""
+V9_XSTEST_THREE_CLASSES = 33
+
+
+def test_heldout_v9_is_large_labelled_twice_and_well_formed() -> None:
+    assert _labelled_twice(CORPUS / "heldout_v9") == (320, 285)
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_heldout_v9_readout_does_not_fall_below_its_measurement(name: str) -> None:
+    _holds(name, CORPUS / "heldout_v9", V9_FLOORS, V9_XSTEST_THREE_CLASSES)
