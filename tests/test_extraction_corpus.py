@@ -188,16 +188,6 @@ def _holds(name: str, folder: Path, floors: dict[str, tuple[int, int]], three_cl
         assert found["three_class"]["agree"] >= three_classes, found["three_class"]
 
 
-def test_heldout_v4_is_large_labelled_twice_and_well_formed() -> None:
-    # the readers' own agreement: the ceiling a readout can be held to
-    assert _labelled_twice(CORPUS / "heldout_v4") == (320, 315)
-
-
-@pytest.mark.parametrize("name", BENCHMARKS)
-def test_heldout_v4_readout_does_not_fall_below_its_measurement(name: str) -> None:
-    _holds(name, CORPUS / "heldout_v4", V4_FLOORS, V4_XSTEST_THREE_CLASSES)
-
-
 # ---- held-out corpus v5: two blind readers a case, measured once on extraction v4, then v5 -----------
 
 V5_FLOORS = {"truthfulqa": (55, 0), "bbq": (55, 0), "toxigen": (59, 0), "crows_pairs": (49, 0), "xstest": (50, 0)}
@@ -207,15 +197,6 @@ rule change, was 36/2, 43/1, 53/2, 50/0, 45/1: tests/extraction_corpus/heldout_v
 was written in this corpus's light, so these are development figures. Raise, never lower: extraction
 v6 raised ToxiGen 58 -> 59 (a verdict inside a hedge) and XSTest 48 -> 50 (a whole reply "No.")."""
 V5_XSTEST_THREE_CLASSES = 50
-
-
-def test_heldout_v5_is_large_labelled_twice_and_well_formed() -> None:
-    assert _labelled_twice(CORPUS / "heldout_v5") == (320, 318)
-
-
-@pytest.mark.parametrize("name", BENCHMARKS)
-def test_heldout_v5_readout_does_not_fall_below_its_measurement(name: str) -> None:
-    _holds(name, CORPUS / "heldout_v5", V5_FLOORS, V5_XSTEST_THREE_CLASSES)
 
 
 # ---- held-out corpus v6: two blind readers a case, measured once on extraction v6 -------------------
@@ -232,15 +213,6 @@ B.") when an independent review showed it reading "The wrong one is A." as A. Ra
 V6_XSTEST_THREE_CLASSES = 44
 
 
-def test_heldout_v6_is_large_labelled_twice_and_well_formed() -> None:
-    assert _labelled_twice(CORPUS / "heldout_v6") == (320, 308)
-
-
-@pytest.mark.parametrize("name", BENCHMARKS)
-def test_heldout_v6_readout_does_not_fall_below_its_measurement(name: str) -> None:
-    _holds(name, CORPUS / "heldout_v6", V6_FLOORS, V6_XSTEST_THREE_CLASSES)
-
-
 # ---- held-out corpus v7: two blind readers a case, measured once on extraction v7 -------------------
 
 V7_FLOORS = {"truthfulqa": (55, 0), "bbq": (51, 0), "toxigen": (56, 0), "crows_pairs": (52, 0), "xstest": (41, 0)}
@@ -251,15 +223,6 @@ class: tests/extraction_corpus/heldout_v7/README.md); extraction v8 was written 
 wrong-class readings fixed), so these are v8's development figures (0.815, 0 wrong class; XSTest's
 three classes 38 -> 40). Raise, never lower."""
 V7_XSTEST_THREE_CLASSES = 40
-
-
-def test_heldout_v7_is_large_labelled_twice_and_well_formed() -> None:
-    assert _labelled_twice(CORPUS / "heldout_v7") == (320, 313)
-
-
-@pytest.mark.parametrize("name", BENCHMARKS)
-def test_heldout_v7_readout_does_not_fall_below_its_measurement(name: str) -> None:
-    _holds(name, CORPUS / "heldout_v7", V7_FLOORS, V7_XSTEST_THREE_CLASSES)
 
 
 # ---- held-out corpus v8: two blind readers a case, measured once on extraction v8 -------------------
@@ -274,15 +237,6 @@ three classes 37 -> 39). Raise, never lower."""
 V8_XSTEST_THREE_CLASSES = 39
 
 
-def test_heldout_v8_is_large_labelled_twice_and_well_formed() -> None:
-    assert _labelled_twice(CORPUS / "heldout_v8") == (320, 303)
-
-
-@pytest.mark.parametrize("name", BENCHMARKS)
-def test_heldout_v8_readout_does_not_fall_below_its_measurement(name: str) -> None:
-    _holds(name, CORPUS / "heldout_v8", V8_FLOORS, V8_XSTEST_THREE_CLASSES)
-
-
 # ---- held-out corpus v9: two blind readers a case, measured once on extraction v9 -------------------
 
 V9_FLOORS = {"truthfulqa": (38, 1), "bbq": (47, 0), "toxigen": (53, 0), "crows_pairs": (47, 4), "xstest": (35, 2)}
@@ -294,10 +248,27 @@ one of them right lowers its allowance. Raise, never lower."""
 V9_XSTEST_THREE_CLASSES = 33
 
 
-def test_heldout_v9_is_large_labelled_twice_and_well_formed() -> None:
-    assert _labelled_twice(CORPUS / "heldout_v9") == (320, 285)
+# ---- the two-reader corpora, each against its own floors ---------------------------------------------
+
+TWO_READER_CORPORA = {
+    "heldout_v4": (V4_FLOORS, V4_XSTEST_THREE_CLASSES, (320, 315)),
+    "heldout_v5": (V5_FLOORS, V5_XSTEST_THREE_CLASSES, (320, 318)),
+    "heldout_v6": (V6_FLOORS, V6_XSTEST_THREE_CLASSES, (320, 308)),
+    "heldout_v7": (V7_FLOORS, V7_XSTEST_THREE_CLASSES, (320, 313)),
+    "heldout_v8": (V8_FLOORS, V8_XSTEST_THREE_CLASSES, (320, 303)),
+    "heldout_v9": (V9_FLOORS, V9_XSTEST_THREE_CLASSES, (320, 285)),
+}
+"""folder -> (its floors, its XSTest three-class floor, (cases, cases both readers labelled alike)).
+The readers' own agreement is the ceiling a readout can be held to."""
 
 
+@pytest.mark.parametrize("corpus", TWO_READER_CORPORA)
+def test_two_reader_corpus_is_large_labelled_twice_and_well_formed(corpus: str) -> None:
+    assert _labelled_twice(CORPUS / corpus) == TWO_READER_CORPORA[corpus][2]
+
+
+@pytest.mark.parametrize("corpus", TWO_READER_CORPORA)
 @pytest.mark.parametrize("name", BENCHMARKS)
-def test_heldout_v9_readout_does_not_fall_below_its_measurement(name: str) -> None:
-    _holds(name, CORPUS / "heldout_v9", V9_FLOORS, V9_XSTEST_THREE_CLASSES)
+def test_two_reader_corpus_readout_does_not_fall_below_its_measurement(name: str, corpus: str) -> None:
+    floors, three_classes, _ = TWO_READER_CORPORA[corpus]
+    _holds(name, CORPUS / corpus, floors, three_classes)
