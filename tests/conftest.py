@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ DATA = Path(os.environ.get("SAFETYREPRO_TEST_DATA") or REPO.parent / "shared" / 
 # Module-scoped fixtures and subprocesses (lm_eval) run outside the per-test monkeypatch below.
 os.environ["SAFETYREPRO_DATA_DIR"] = str(DATA)
 
-WORKER_TALLIES = pytest.StashKey[dict]()
+WORKER_TALLIES = pytest.StashKey[dict[str, Counter]]()
 """The controller's merge of the workers' per-rule tallies (pytest_testnodedown)."""
 
 
@@ -58,9 +60,11 @@ def lm():
 # The suite runs in two pytest-xdist workers, a file at a time (scripts/test.sh: --dist loadfile, so a
 # module's fixtures -- harness CLI runs, loaded models -- are built once, in one worker). A worker
 # takes the next file when it is free, so the files that take longest go first: started last, one of
-# them would leave the other worker idle at the end. Measured per-file times (setup + calls, one
-# worker, 2 cores), slowest first; a file not named keeps its place after these. The order changes
-# only how the work is balanced, never what a test sees.
+# them would leave the other worker idle at the end. Slowest first by the per-file times (setup +
+# calls) of the one-process suite at two torch threads; at one thread a worker now, the weights have
+# shifted somewhat (test_inspect, test_prefix, test_plugin, test_lm_eval gained on test_pilot and
+# test_statsreport). A file not named keeps its place after these. The order changes only how the
+# work is balanced, never what a test sees.
 HEAVY_FIRST = (
     "test_crosspkg", "test_statsreport", "test_inspect", "test_pilot", "test_native_inspect",
     "test_prefix", "test_helm", "test_plugin", "test_bad_input", "test_lm_eval", "test_gridrun",
@@ -76,8 +80,6 @@ def pytest_collection_modifyitems(config, items) -> None:  # noqa: ANN001 - pyte
 
 def _rule_tally() -> dict[str, dict[str, int]]:
     """This process's per-rule tally from test_extraction_corpus (empty where it did not run here)."""
-    import sys
-
     module = sys.modules.get("test_extraction_corpus") or sys.modules.get("tests.test_extraction_corpus")
     return {rule: dict(counts) for rule, counts in getattr(module, "RULE_TALLY", {}).items()}
 
@@ -91,12 +93,9 @@ def pytest_sessionfinish(session) -> None:  # noqa: ANN001 - pytest hook
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error) -> None:  # noqa: ANN001 - xdist hook, in the controller
-    tally = json.loads(getattr(node, "workeroutput", {}).get("rule_tally", "{}"))
     merged = node.config.stash.setdefault(WORKER_TALLIES, {})
-    for rule, counts in tally.items():
-        for outcome, count in counts.items():
-            merged.setdefault(rule, {}).setdefault(outcome, 0)
-            merged[rule][outcome] += count
+    for rule, counts in json.loads(getattr(node, "workeroutput", {}).get("rule_tally", "{}")).items():
+        merged.setdefault(rule, Counter()).update(counts)
 
 
 def pytest_terminal_summary(terminalreporter, config) -> None:  # noqa: ANN001 - pytest hook
@@ -106,5 +105,6 @@ def pytest_terminal_summary(terminalreporter, config) -> None:  # noqa: ANN001 -
         return
     terminalreporter.section("regex readout: per-rule precision on the held-out labelled corpus")
     for rule, counts in sorted(tally.items()):
-        right, decided = counts.get("right", 0), counts.get("right", 0) + counts.get("wrong", 0)
-        terminalreporter.write_line(f"{rule:>22}: {right}/{decided} = {right / decided:.3f}")
+        counts = Counter(counts)
+        decided = counts["right"] + counts["wrong"]
+        terminalreporter.write_line(f"{rule:>22}: {counts['right']}/{decided} = {counts['right'] / decided:.3f}")
