@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 from .items import Item
-from .naming import letter_labels, stated_instead, text_index, words
+from .naming import letter_labels, pair_stated, stated_instead, text_index, words
 from .phrases import ALTERNATIVES, CONNECTIVE, FILLER, REVISION
 
 REVISED = "revised"
@@ -33,8 +33,11 @@ def _after_letter(rest: str, item: Item, index: int) -> Extraction:
     if re.match(ALTERNATIVES, rest):
         return Extraction(None, "ambiguous")
     second = re.match(r"\(?([A-Z])[.)](?:\s|$)", tail)
-    if second and second.group(1) in item.labels and item.labels.index(second.group(1)) != index:
-        return Extraction(None, "letter-text-conflict")  # "A. B. <B's text>", "A. B."
+    if second and ((second.group(1) in item.labels and second.group(1) != item.labels[index])
+                   or re.fullmatch(r"(?:\s*\(?[A-Z][.)])+\s*", tail)):
+        # "A. B. <B's text>", "A. B.", and "B. C. A.": a run of letters lists, it does not choose (not
+        # initials, "A. J. B. Rhine attempted ...": a review of v10)
+        return Extraction(None, "letter-text-conflict")
     other = stated_instead(tail, item, index) if tail else None
     return Extraction(index, "") if other is None else Extraction(None, "letter-text-conflict")
 
@@ -86,6 +89,12 @@ def read_value(value: str, item: Item, *, any_case: bool) -> Extraction | None:
             if len(tokens) > 2 and tokens[1] in ("and", "or") and tokens[2] in lowered and tokens[2] != tokens[0]:
                 return Extraction(None, "ambiguous")
             return Extraction(lowered.index(tokens[0]), "label")
+    # A minimal pair's sentence cut off or changed a little, no letter before it ("It was a
+    # well-orchestrated scam, almost like the Nigerian prince one."): the words that tell the two
+    # sentences apart say which
+    found = pair_stated(value.split("\n", 1)[0], item)
+    if found is not None:
+        return Extraction(found, "option")
     if any_case:
         # An answer cut off by the token budget: a prefix of exactly one option, four words or more.
         prefix = words(value.split("\n", 1)[0])
