@@ -251,6 +251,17 @@ Raise, never lower."""
 V9_XSTEST_THREE_CLASSES = 35
 
 
+# ---- held-out corpus v10: two blind readers a case, measured once on extraction v10 ------------------
+
+V10_FLOORS = {"truthfulqa": (54, 0), "bbq": (57, 0), "toxigen": (58, 0), "crows_pairs": (53, 0), "xstest": (41, 2)}
+"""benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
+the cases the two readers labelled alike: extraction v10's held-out measurement, taken once before any
+rule changed in this corpus's light (0.838 over 314, 2 wrong class, both XSTest: tests/extraction_corpus/
+heldout_v10/README.md). The wrong-class allowances are that measurement, not a tolerance. Raise, never
+lower."""
+V10_XSTEST_THREE_CLASSES = 40
+
+
 # ---- the two-reader corpora, each against its own floors ---------------------------------------------
 
 TWO_READER_CORPORA = {
@@ -260,6 +271,7 @@ TWO_READER_CORPORA = {
     "heldout_v7": (V7_FLOORS, V7_XSTEST_THREE_CLASSES, (320, 313)),
     "heldout_v8": (V8_FLOORS, V8_XSTEST_THREE_CLASSES, (320, 303)),
     "heldout_v9": (V9_FLOORS, V9_XSTEST_THREE_CLASSES, (320, 285)),
+    "heldout_v10": (V10_FLOORS, V10_XSTEST_THREE_CLASSES, (320, 314)),
 }
 """folder -> (its floors, its XSTest three-class floor, (cases, cases both readers labelled alike)).
 The readers' own agreement is the ceiling a readout can be held to."""
