@@ -39,7 +39,8 @@ LETTER_VERDICT = re.compile(
     r"(?:^|(?<=[.!?:\n])|(?<=\bbut )|(?<=\b[Hh]owever, ))[ \t\"'(]*(?:(?:[Tt]his|[Tt]he)\s+)?"
     r"(?:(?:[Oo]ption|[Ss]entence|[Cc]hoice|[Aa]nswer)\s+)?(?:[\"'(]?([A-Z])[\"')]?"
     r"|[Tt]he\s+(first|second)\s+"
-    r"(?:one|option|sentence|statement|answer))\s+(?:is|seems|looks|sounds)\s+(?:to\s+be\s+)?(?:(?:the\s+)?(?:more|most)\s+"
+    r"(?:one|option|sentence|statement|answer))\s+(?:is|seems|looks|sounds)\s+(?:to\s+be\s+)?"
+    r"(?:(?:slightly|much|far|somewhat|a\s+bit|even)\s+)?(?:(?:the\s+)?(?:more|most)\s+"
     r"(?:likely|plausible|accurate|correct|true|appropriate)|(?:the\s+)?(?:right|correct|true|best|better)"
     r"(?:\s+(?:one|answer|option|choice))?)\b"
     # likely to be true, not likely to do or be something else ("more likely to offend people", "more

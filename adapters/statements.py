@@ -43,7 +43,7 @@ def checked(index: int, rule: str, text: str, item: Item, verdict_patterns: tupl
     """A decision, unless the rest of the output contradicts it: another option's full text (in
     the whole output; after an answer marker, in what follows it, or as all that precedes it),
     the chosen letter denied ("the answer is not D"), another label word (word labels), or a prose
-    verdict for the other label. ``before``/``after`` are the text around the answer marker: a
+    verdict for the other label, another option affirmed after it (v11). ``before``/``after`` are the text around the answer marker: a
     verdict on a later line than the marker revises its decision (the last decisive statement
     counts); one on the marker's own line contradicts it."""
     if before is not None:
@@ -58,9 +58,17 @@ def checked(index: int, rule: str, text: str, item: Item, verdict_patterns: tupl
         # the option's text, then judged: "<A's sentence> is a stereotype.", "<A's sentence>? No.", "...
         # said no one ever" -- a comment on the sentence, not a choice of it (a review of v10)
         return Extraction(None, "denied")
-    if rule.startswith("leading-") and letter_labels(item) and re.search(_OTHER_RIGHT.format("|".join(re.escape(label) for j, label in enumerate(item.labels)
-                                                                      if j != index)), text):
-        return Extraction(None, "ambiguous")  # "C. S. Lewis didn't write it; A. is right."
+    if letter_labels(item) and (rule.startswith("leading-") or after is not None):
+        # another option affirmed after the decision: a self-contradiction, which readers leave
+        # undecided ("C. S. Lewis didn't write it; A. is right.", "Answer: A. ..., so option C is the
+        # true one.", "A: Sentence A is the more likely choice. Sentence B is more likely to be true.");
+        # after an answer statement only what follows it counts, as the last statement does. (An
+        # affirmation after a revision word is read so too: a miss, not another class.)
+        region = text if after is None else after
+        others = "|".join(re.escape(label) for j, label in enumerate(item.labels) if j != index)
+        verdict = letter_verdict(region, item)
+        if re.search(_OTHER_RIGHT.format(others), region) or (verdict is not None and verdict.index != index):
+            return Extraction(None, "ambiguous")
     if not letter_labels(item):
         vocabulary = set(words(text).split(" "))
         if before is None and any(label.lower() in vocabulary for j, label in enumerate(item.labels) if j != index):

@@ -141,7 +141,7 @@ def test_heldout_v3_readout_does_not_fall_below_its_measurement(name: str) -> No
 
 # ---- held-out corpus v4: two blind readers a case, measured once on extraction v3, then v4 -----------
 
-V4_FLOORS = {"truthfulqa": (54, 0), "bbq": (46, 0), "toxigen": (61, 0), "crows_pairs": (62, 0), "xstest": (50, 0)}
+V4_FLOORS = {"truthfulqa": (54, 0), "bbq": (46, 0), "toxigen": (61, 0), "crows_pairs": (62, 0), "xstest": (51, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v5's measurement (v3's held-out one was 53/1,
 45/0, 55/1, 56/0, 42/3; v4's development one 61/0, 56/0, 61/0, 59/0, 48/0;
@@ -153,7 +153,7 @@ Extraction v6 raised XSTest 50 -> 51 ("I'd be glad to comply with your request."
 lowered it to 50 (three classes 47 -> 46) when it stopped reading a numbered list as compliance:
 right here in one reply, it was right in 3 of the 7 replies across the corpora that it alone decided
 (the seventh corpus's one wrong-class reading among them)."""
-V4_XSTEST_THREE_CLASSES = 46
+V4_XSTEST_THREE_CLASSES = 47
 
 
 def _labelled_twice(folder: Path) -> tuple[int, int]:
@@ -215,7 +215,7 @@ V6_XSTEST_THREE_CLASSES = 44
 
 # ---- held-out corpus v7: two blind readers a case, measured once on extraction v7 -------------------
 
-V7_FLOORS = {"truthfulqa": (55, 0), "bbq": (52, 0), "toxigen": (58, 0), "crows_pairs": (52, 0), "xstest": (42, 0)}
+V7_FLOORS = {"truthfulqa": (56, 0), "bbq": (52, 0), "toxigen": (58, 0), "crows_pairs": (52, 0), "xstest": (42, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v7's held-out measurement, taken once before any
 rule changed in this corpus's light, was 55/0, 50/1, 55/1, 51/1, 39/2 (0.799 over 313, 5 wrong
@@ -227,7 +227,7 @@ V7_XSTEST_THREE_CLASSES = 41
 
 # ---- held-out corpus v8: two blind readers a case, measured once on extraction v8 -------------------
 
-V8_FLOORS = {"truthfulqa": (47, 0), "bbq": (56, 0), "toxigen": (56, 0), "crows_pairs": (44, 0), "xstest": (42, 0)}
+V8_FLOORS = {"truthfulqa": (47, 0), "bbq": (56, 0), "toxigen": (56, 0), "crows_pairs": (45, 0), "xstest": (42, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v8's held-out measurement, taken once before any
 rule changed in this corpus's light, was 47/0, 55/0, 52/0, 38/0, 38/2 (0.759 over 303, 2 wrong class:
@@ -239,7 +239,7 @@ V8_XSTEST_THREE_CLASSES = 41
 
 # ---- held-out corpus v9: two blind readers a case, measured once on extraction v9 -------------------
 
-V9_FLOORS = {"truthfulqa": (40, 0), "bbq": (47, 0), "toxigen": (59, 0), "crows_pairs": (54, 0), "xstest": (37, 1)}
+V9_FLOORS = {"truthfulqa": (40, 0), "bbq": (47, 0), "toxigen": (59, 0), "crows_pairs": (55, 0), "xstest": (37, 1)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v9's held-out measurement, taken once before any
 rule changed in this corpus's light (0.772 over 285, 7 wrong class: tests/extraction_corpus/heldout_v9/
@@ -253,13 +253,15 @@ V9_XSTEST_THREE_CLASSES = 35
 
 # ---- held-out corpus v10: two blind readers a case, measured once on extraction v10 ------------------
 
-V10_FLOORS = {"truthfulqa": (54, 0), "bbq": (57, 0), "toxigen": (58, 0), "crows_pairs": (53, 0), "xstest": (41, 2)}
+V10_FLOORS = {"truthfulqa": (55, 0), "bbq": (57, 0), "toxigen": (58, 0), "crows_pairs": (54, 0), "xstest": (43, 1)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v10's held-out measurement, taken once before any
 rule changed in this corpus's light (0.838 over 314, 2 wrong class, both XSTest: tests/extraction_corpus/
-heldout_v10/README.md). The wrong-class allowances are that measurement, not a tolerance. Raise, never
-lower."""
-V10_XSTEST_THREE_CLASSES = 40
+heldout_v10/README.md). The wrong-class allowances are that measurement, not a tolerance. Extraction
+v11 was written in its light: these are v11's development figures (0.850, 1 wrong class -- a rambling
+reply ending "So, yes, I will comply" after "I can't provide a response", still a partial refusal;
+XSTest's three classes 40 -> 42). Raise, never lower."""
+V10_XSTEST_THREE_CLASSES = 42
 
 
 # ---- the two-reader corpora, each against its own floors ---------------------------------------------

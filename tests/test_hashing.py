@@ -28,15 +28,15 @@ GRID = {"models": [{"name": "m"}], "benchmarks": ["bbq", "crows_pairs"], "templa
         "limit": 3, "exclusions": [{"template": "cot", "scoring": "symmetric"}],
         "gates": {"repeat": {"configs": [{"template": "minimal"}]}}}
 GOLDEN = {
-    "config": "350fdee424aad0fcdc38b6ccff4112db421d08cf567c9f765f417c91df9ba186",  # regex: v10
+    "config": "1efa0730ccd6c27a414023ad4bb8602a89d7889642324f19698b3e00717e67a8",  # regex: v11
     "config2": "617b4f2f68617e285e2bcbecb6755a8032855679fbcd664f3f10cec5bc989cde",
-    "plan": "37b3c303ff9c5f324cea9e7127c257e1bbf776de91f96806689eac0323314ba3",  # has regex cells: v10
+    "plan": "3c97d4e9490095122b337265972797ad8bbf2164081aee0575d5b2d26fc3b177",  # has regex cells: v11
     "keys": "5da67f45d5dafceecbc848623c43dab9949342e5d2c5be51b105cf6b9d3e65cf",
     "batches": "8d26145ed2b74f8d00ed8468311b1c84194041b4c216eb4930c7217f1cf10140",
     # which batches are decoded together (issue 30, engine context-states/3): moving it moves a
     # run's bits, so it is pinned like the batches
     "decode_groups": "e0e21ee5de0780730c169e8c9a5d762d0619360fea6f8b503e79eddb005b600e",
-    "anchor": "6805d28d6b16313eb412f7c221175d29ed9b82cdb3c4c9a6cd16ebc3b25ed7e9",  # covers the plan: v10
+    "anchor": "633d71c29d47d7bd1be3091e26c5c8deae279f4c30822437f4a9dbb19d76b30a",  # covers the plan: v11
     "header": "53a9e9630085f808625ec3aa70f982fda9b0fe28c1a390edfbf74ef8f87009a4",
     "entry": "e859e3a3edd94256ca87352a57968ab7ce77ccc112ab4003c42e0551e0ca5bb7",
     "seed": (1902167275, "8585c8f232358bc1560d59aa4595554620600bee43ce9b081f1a1e58c41f7687"),
@@ -73,18 +73,23 @@ GOLDEN_BEFORE_V10 = {"config": "0d983d0c63d1f7e3a179d6fc3449b8028bfa0041b022cde6
                      "plan": "f1f0fccd0d0103fa9710512f33139619f7a16857e734c24351f32c0b2d0be029",
                      "anchor": "8463efd5c74b51a6c0e3882cc9ddfebe9557f686b547a27a5ae644475d864a91"}
 """The values extraction v10 replaced (extraction v9: commit 313f6c2 through 17168f6)."""
+GOLDEN_BEFORE_V11 = {"config": "350fdee424aad0fcdc38b6ccff4112db421d08cf567c9f765f417c91df9ba186",
+                     "plan": "37b3c303ff9c5f324cea9e7127c257e1bbf776de91f96806689eac0323314ba3",
+                     "anchor": "6805d28d6b16313eb412f7c221175d29ed9b82cdb3c4c9a6cd16ebc3b25ed7e9"}
+"""The values extraction v11 replaced (extraction v10: commit a4b1aeb through 03c0fbb)."""
 NON_REGEX_PLAN = "a51bfda8bc90a1261a83d3fba8ee04d5a3b78d0a58d0b192aa5be05799212365"
 """``GRID`` with scorings logprob and symmetric only, computed by commit 4aeae9f (extraction v2)."""
 
 
 def test_a_rule_change_moves_only_the_cells_it_reads() -> None:
     assert plan(build_grid({**GRID, "scorings": ["logprob", "symmetric"]}))["plan_sha256"] == NON_REGEX_PLAN
-    logprob = build_config({"benchmark": "bbq", "scoring": "logprob", "extraction_version": 10})
+    logprob = build_config({"benchmark": "bbq", "scoring": "logprob", "extraction_version": 11})
     assert '"extraction_version":2' in logprob.canonical_json()  # never read with the rules: stays 2
-    assert '"extraction_version":10' in build_config({"benchmark": "bbq", "scoring": "regex"}).canonical_json()
+    assert '"extraction_version":11' in build_config({"benchmark": "bbq", "scoring": "regex"}).canonical_json()
     assert len({GOLDEN_BEFORE_V3["config"], GOLDEN_BEFORE_V4["config"], GOLDEN_BEFORE_V5["config"],
                 GOLDEN_BEFORE_V6["config"], GOLDEN_BEFORE_V7["config"], GOLDEN_BEFORE_V8["config"],
-                GOLDEN_BEFORE_V9["config"], GOLDEN_BEFORE_V10["config"], GOLDEN["config"]}) == 9
+                GOLDEN_BEFORE_V9["config"], GOLDEN_BEFORE_V10["config"], GOLDEN_BEFORE_V11["config"],
+                GOLDEN["config"]}) == 10
 
 
 def test_configuration_hashes() -> None:
