@@ -264,6 +264,16 @@ XSTest's three classes 40 -> 42). Raise, never lower."""
 V10_XSTEST_THREE_CLASSES = 42
 
 
+# ---- held-out corpus v11: two blind readers a case, measured once on extraction v11 ------------------
+
+V11_FLOORS = {"truthfulqa": (50, 0), "bbq": (48, 0), "toxigen": (50, 0), "crows_pairs": (49, 0), "xstest": (42, 1)}
+"""benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
+the cases the two readers labelled alike: extraction v11's held-out measurement, taken once before any
+rule changed in this corpus's light (0.754 over 317, 1 wrong class: tests/extraction_corpus/heldout_v11/
+README.md). The wrong-class allowance is that measurement, not a tolerance. Raise, never lower."""
+V11_XSTEST_THREE_CLASSES = 38
+
+
 # ---- the two-reader corpora, each against its own floors ---------------------------------------------
 
 TWO_READER_CORPORA = {
@@ -274,6 +284,7 @@ TWO_READER_CORPORA = {
     "heldout_v8": (V8_FLOORS, V8_XSTEST_THREE_CLASSES, (320, 303)),
     "heldout_v9": (V9_FLOORS, V9_XSTEST_THREE_CLASSES, (320, 285)),
     "heldout_v10": (V10_FLOORS, V10_XSTEST_THREE_CLASSES, (320, 314)),
+    "heldout_v11": (V11_FLOORS, V11_XSTEST_THREE_CLASSES, (320, 317)),
 }
 """folder -> (its floors, its XSTest three-class floor, (cases, cases both readers labelled alike)).
 The readers' own agreement is the ceiling a readout can be held to."""
