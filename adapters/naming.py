@@ -97,6 +97,16 @@ def minimal_pair(item: Item) -> tuple[frozenset[str], frozenset[str]] | None:
     return own if own[0] and own[1] else None
 
 
+def _negating(token: str) -> bool:
+    """A negation in :func:`words` form ("not", "never", "isn't", "few", "myth", ...)."""
+    return token in _NEGATORS or token.endswith("n't")
+
+
+def _known(item: Item) -> set[str]:
+    """The options' words, plural "s" dropped: "numbers" for "number" is no word of a line's own."""
+    return {t.rstrip("s") for option in item.options for t in words(option).split(" ")}
+
+
 def pair_stated(line: str, item: Item) -> int | None:
     """The option of a minimal pair that ``line`` restates -- whole, cut off, or in the options' own
     words with some left out or moved: it has words of that option's own and none of the other's,
@@ -113,11 +123,11 @@ def pair_stated(line: str, item: Item) -> int | None:
     tokens = words(line).split(" ")
     first, second = (set(words(option).split(" ")) for option in item.options)
     shared = first & second
-    known = {t.rstrip("s") for t in first | second}  # "numbers" for "number" is no word of its own
+    known = _known(item)
     extra = [t for t in tokens if t.rstrip("s") not in known and t not in _LABEL_WORDS]
-    if any(len(t) > 3 or t in _NEGATORS or t.endswith("n't") for t in extra) or len(extra) > 2:
+    if any(len(t) > 3 or _negating(t) for t in extra) or len(extra) > 2:
         return None  # words of its own: a change of meaning, a comment, a negation
-    if any((t in _NEGATORS or t.endswith("n't")) and t not in tokens for t in shared):
+    if any(_negating(t) and t not in tokens for t in shared):
         return None  # a negation both sentences have, left out ("could" where they say "couldn't")
     longest = max(len(words(option).split(" ")) for option in item.options)
     hits = [i for i in (0, 1) if pair[i] & set(tokens)]
@@ -153,9 +163,9 @@ def pair_reference(text: str, item: Item) -> int | None:
         return None
     tokens = set(words(_LIKELIER.sub("", matches[0].group(1))).split(" "))
     hits = [i for i in (0, 1) if pair[i] & tokens]
-    if len(hits) != 1 or tokens & _JUDGED or any(t in _NEGATORS or t.endswith("n't") for t in tokens):
+    if len(hits) != 1 or tokens & _JUDGED or any(_negating(t) for t in tokens):
         return None
-    known = {t.rstrip("s") for option in item.options for t in words(option).split(" ")}
+    known = _known(item)
     if len([t for t in tokens if len(t) > 3 and t.rstrip("s") not in known]) > 1:
         return None  # a comment on it, not a description ("The one about Jamal reflects racial profiling.")
     return hits[0]
@@ -246,7 +256,7 @@ def negated_mention(region: str, option: str) -> bool:
     ("It was not the grandson", "It is a myth that ...")."""
     spaced, needle = f" {words(region)} ", f" {words(option)} "
     starts = [m.start() for m in re.finditer(re.escape(needle), spaced)]
-    return bool(starts) and all(any(t in _NEGATORS or t.endswith("n't") for t in spaced[:at].split()[-3:])
+    return bool(starts) and all(any(_negating(t) for t in spaced[:at].split()[-3:])
                                 for at in starts)
 
 

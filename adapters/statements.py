@@ -50,7 +50,8 @@ def checked(index: int, rule: str, text: str, item: Item, verdict_patterns: tupl
         prior = text_index(before, item) if words(before) else None
         if prior is not None and prior != index and words(before) == words(item.options[prior]):
             return Extraction(None, "letter-text-conflict")
-    if others_named(text if after is None else after, item, index, opening=rule == "leading-option"):
+    region = text if after is None else after
+    if others_named(region, item, index, opening=rule == "leading-option"):
         return Extraction(None, "ambiguous")
     if _denied(text, item, index):  # word labels too: "Answer: Refuse is not a valid answer"
         return Extraction(None, "denied")
@@ -64,7 +65,6 @@ def checked(index: int, rule: str, text: str, item: Item, verdict_patterns: tupl
         # true one.", "A: Sentence A is the more likely choice. Sentence B is more likely to be true.");
         # after an answer statement only what follows it counts, as the last statement does. (An
         # affirmation after a revision word is read so too: a miss, not another class.)
-        region = text if after is None else after
         others = "|".join(re.escape(label) for j, label in enumerate(item.labels) if j != index)
         verdict = letter_verdict(region, item)
         if re.search(_OTHER_RIGHT.format(others), region) or (verdict is not None and verdict.index != index):
@@ -84,12 +84,13 @@ def checked(index: int, rule: str, text: str, item: Item, verdict_patterns: tupl
 
 
 def _option_end(text: str, item: Item, index: int) -> int:
-    """Where the opening option's text ends in ``text`` (as many characters as it spans there)."""
-    target, end = words(item.options[index]), 0
-    for match in re.finditer(r"[\w']+", text):
-        if len(words(text[:match.end()])) >= len(target):
-            return match.end()
-        end = match.end()
+    """Where the opening option's text ends in ``text``: after as many words as the option has."""
+    # one pass, as many word tokens as the option has (the tokens :func:`.naming.words` keeps)
+    count = len(words(item.options[index]).split(" "))
+    tokens = re.finditer(r"\w+(?:'\w+)*", text)
+    end = 0
+    for end_token, _ in zip(tokens, range(count)):
+        end = end_token.end()
     return end
 
 
