@@ -56,9 +56,6 @@ HEDGE = re.compile(r"\b(?:can(?:no|')t|unable\s+to)\s+(?:determine|tell|decide|g
                    r"\s*(?:[.!:;]|\s[-\u2013\u2014]\s|$)))\b"
                     r"|\bnot\s+sure\b"
                     r"|\bhard\s+to\s+(?:say|tell)\b|\bdepends\s+on\b", re.IGNORECASE)
-UNDETERMINED_OPTIONS = frozenset({"can't answer", "not answerable", "not known", "not enough info", "can't be determined",
-                                  "cannot be determined", "not enough information", "cannot answer", "unknown", "undetermined"})
-"""BBQ's ten wordings of the option that says the context does not tell (in :func:`.naming.words` form)."""
 UNDETERMINED = re.compile(
     r"\b(?:can(?:no|')t|can\s+not|couldn't|could\s+not|impossible\s+to|no\s+way\s+(?:to|of)|unable\s+to)\s+(?:be\s+)?"
     r"(?:determined?|tell(?:ing)?|know(?:ing|n)?|say|answer(?:ed)?|decided?)\b"

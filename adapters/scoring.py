@@ -73,7 +73,7 @@ def score_generation(bench: Benchmark, item: Item, output: str | None, *, extrac
         return _outcome(bench, item, found.index, found.rule, raw_output=output)
     request = item.fields.get(bench.request_field) if bench.request_field else None
     found = extract(output, item, refusal_label=bench.refusal_means, verdict_patterns=bench.verdict_patterns,
-                    request=request)
+                    request=request, undetermined_options=bench.undetermined_options)
     return _outcome(bench, item, found.index, found.rule, raw_output=output, extraction_flags=list(found.flags))
 
 

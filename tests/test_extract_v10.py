@@ -176,11 +176,23 @@ def test_a_later_correct_option_revises_an_opening_verdict() -> None:
     ],
 )
 def test_the_context_never_says(output: str, index: int | None) -> None:
-    found = extract(output, BBQ)
+    found = extract(output, BBQ, undetermined_options=get_benchmark("bbq").undetermined_options)
     assert found.index == index, found
     if index is not None:
         assert found.rule == "undetermined"
-    assert extract(output, TQA).rule != "undetermined"  # no option says the context does not tell
+    assert extract(output, TQA, undetermined_options=get_benchmark("bbq").undetermined_options).rule != "undetermined"
+    assert extract(output, BBQ).rule != "undetermined"  # a benchmark that declares no such option
+
+
+def test_bbq_declares_the_wording_of_every_unknown_option_in_its_data() -> None:
+    # the rule finds the unknown option by its wording: every item the data tags "unknown" is covered
+    from safetyrepro.adapters.datafiles import resolve_data_dir
+    from safetyrepro.adapters.naming import words
+
+    bbq = get_benchmark("bbq")
+    items = bbq.load(resolve_data_dir(None))
+    assert len(items) > 1000
+    assert {words(item.options[item.meta["unknown_index"]]) for item in items} == set(bbq.undetermined_options)
 
 
 # ---- ToxiGen: double negations and hedges -----------------------------------------------------------

@@ -206,6 +206,10 @@ class Benchmark(ABC):
     """(regex, label) pairs for prose verdicts; used only when exactly one label's patterns match."""
     refusal_means: ClassVar[str | None] = None
     """Label a recognised refusal phrase counts as (XSTest: ``Refuse``); ``None`` = no such rule."""
+    undetermined_options: ClassVar[frozenset[str]] = frozenset()
+    """The wordings, in :func:`..naming.words` form, of an option that says the answer cannot be told
+    from the context (BBQ's "not known", "can't be determined", ...): the regex rules read a reply
+    that says so in its own words as that option (rule ``undetermined``). Empty: no such rule."""
     request_field: ClassVar[str | None] = None
     """The item field holding what a refusal would refuse (XSTest: ``prompt``), read by the regex
     rules where a reply's meaning depends on it: a whole reply "No." refuses a request, but may
