@@ -5,11 +5,11 @@ The values were computed by the code at commit a722f80 (before ``hashing.py``, t
 contract and ``gridplan.RequestPlan`` existed). A run frozen then must still resume and verify, so
 any change here is a change of every existing plan's identity: never edit a value to make this pass.
 
-Deliberate changes, recorded here: extraction v3 to v9 (issue 28) changed what the regex path
+Deliberate changes, recorded here: extraction v3 to v11 (issue 28) changed what the regex path
 reads from a generation, so every configuration that reads with the rules carries its
 ``extraction_version`` and a new hash -- otherwise a run frozen under an older version would resume
-with cells read by two rule sets. ``GOLDEN_BEFORE_V3`` to ``_V9`` keep the values
-each replaced. Nothing else moved: the request bodies, batches
+with cells read by two rule sets. ``GOLDEN_BEFORE`` keeps the values each
+replaced. Nothing else moved: the request bodies, batches
 and seeds are the same, and a plan without regex cells keeps its hash (``NON_REGEX_PLAN``).
 """
 
@@ -41,42 +41,48 @@ GOLDEN = {
     "entry": "e859e3a3edd94256ca87352a57968ab7ce77ccc112ab4003c42e0551e0ca5bb7",
     "seed": (1902167275, "8585c8f232358bc1560d59aa4595554620600bee43ce9b081f1a1e58c41f7687"),
 }
-GOLDEN_BEFORE_V3 = {"config": "301ad7c62c1f9007023dbf2b38855885c1c9d6487ab2d97be48049ae670b9495",
-                    "plan": "ee6e95e38c9e0d278b002b2f0eb9da27449e4867fbe904d5c5a3e1a0873ff3f4",
-                    "anchor": "637f1bd4a01f33603d45f5f157580d9701f2a5de0e13986d6af40b73885445f2"}
-"""The values extraction v3 replaced (commit a722f80 through 4aeae9f)."""
-GOLDEN_BEFORE_V4 = {"config": "49002314d20612b54a08ed095a9cb5b6d1bcf1a847486d57421de256f906c4df",
-                    "plan": "3d861c2cac691e7c9d5453a99d600c66f68147d219ff03c3aed4dcdc4e5e142e",
-                    "anchor": "e333f6dcb092e9d7201c0e96105a4f29ba04f5ddfb0b51214546362901f62675"}
-"""The values extraction v4 replaced (extraction v3: commit 4aeae9f's successors through 2807987)."""
-GOLDEN_BEFORE_V5 = {"config": "d366b0697d19fd215963b3a973cc29d09e427235541720c56d911a67e9963ebb",
-                    "plan": "22106aef8b9b4e133ff3d37f105f6a1a17a97097a43b1cff2579ff40e92bb6dd",
-                    "anchor": "b054d906eaa6de8ed15da22a7097381843243781ec35977c2b941522adbf75df"}
-"""The values extraction v5 replaced (extraction v4: commit d8dd0ae through b65def6)."""
-GOLDEN_BEFORE_V6 = {"config": "12e96b6006e2dc67f0107a028209f0d890df0db0752cc23bcb7cdbffc1862ed1",
-                    "plan": "ed218b5829664dd6512f754edbd9880a8ec413c78a3a37df44fe4f00adfec2ca",
-                    "anchor": "f157eec0cb59e9df5ab4c8a5bb52642f46ae3fcd86c6887bbad2c5aaabf31a96"}
-"""The values extraction v6 replaced (extraction v5: commit 444855b through 06edf7e)."""
-GOLDEN_BEFORE_V7 = {"config": "e1befe8f80ddf5b8090944ffab8591d9e19f89fd81eca5424d63483ff50af8d5",
-                    "plan": "1c09e7954dbfbd7c364fa409b54d1ba52aaed37a200fd78a599e000d3b33c3a6",
-                    "anchor": "63411030f6fb1a3ac62b840be1fede4d953b9dbb7ccacc1a06d549c1ddaa6d5e"}
-"""The values extraction v7 replaced (extraction v6: commit e32343f through 8fbe73f)."""
-GOLDEN_BEFORE_V8 = {"config": "ee6fd96f67ed63a41e84a13129d6b3511a76db1bcb375034e5b962613ec889c3",
-                    "plan": "a4b1c361a433c1a7765ad127588a5b6d09ca80d4aed1c7fa9a026ef449fc087d",
-                    "anchor": "a6489a3d8e86a05a77eecdbe2da4db96b2d0d584764c6f8d38cb3f0189e460b7"}
-"""The values extraction v8 replaced (extraction v7: commit bd2e379 through 98fb8f7)."""
-GOLDEN_BEFORE_V9 = {"config": "53ef5a96a9be92b43499b2c41fd5e00f7f73334383bc51a7b0a40e72083ac534",
-                    "plan": "625cd304ba70ed94ff3ce4ff16b9b06d293e694b1418731b7045c7f94e4bd3b1",
-                    "anchor": "1ff10cf84b5b41a471e6ef274cd6e0056921d57c52c3448ea9a018282489c205"}
-"""The values extraction v9 replaced (extraction v8: commit 3dec53f through a98e77d)."""
-GOLDEN_BEFORE_V10 = {"config": "0d983d0c63d1f7e3a179d6fc3449b8028bfa0041b022cde66e913e2fd7dcb3db",
-                     "plan": "f1f0fccd0d0103fa9710512f33139619f7a16857e734c24351f32c0b2d0be029",
-                     "anchor": "8463efd5c74b51a6c0e3882cc9ddfebe9557f686b547a27a5ae644475d864a91"}
-"""The values extraction v10 replaced (extraction v9: commit 313f6c2 through 17168f6)."""
-GOLDEN_BEFORE_V11 = {"config": "350fdee424aad0fcdc38b6ccff4112db421d08cf567c9f765f417c91df9ba186",
-                     "plan": "37b3c303ff9c5f324cea9e7127c257e1bbf776de91f96806689eac0323314ba3",
-                     "anchor": "6805d28d6b16313eb412f7c221175d29ed9b82cdb3c4c9a6cd16ebc3b25ed7e9"}
-"""The values extraction v11 replaced (extraction v10: commit a4b1aeb through 03c0fbb)."""
+GOLDEN_BEFORE = {
+    # extraction version -> the config, plan and anchor values it replaced (the earlier version's, and
+    # the commits that computed them)
+    # extraction v2: commit a722f80 through 4aeae9f
+    3: {"config": "301ad7c62c1f9007023dbf2b38855885c1c9d6487ab2d97be48049ae670b9495",
+         "plan": "ee6e95e38c9e0d278b002b2f0eb9da27449e4867fbe904d5c5a3e1a0873ff3f4",
+         "anchor": "637f1bd4a01f33603d45f5f157580d9701f2a5de0e13986d6af40b73885445f2"},
+    # extraction v3: commit 4aeae9f's successors through 2807987
+    4: {"config": "49002314d20612b54a08ed095a9cb5b6d1bcf1a847486d57421de256f906c4df",
+         "plan": "3d861c2cac691e7c9d5453a99d600c66f68147d219ff03c3aed4dcdc4e5e142e",
+         "anchor": "e333f6dcb092e9d7201c0e96105a4f29ba04f5ddfb0b51214546362901f62675"},
+    # extraction v4: commit d8dd0ae through b65def6
+    5: {"config": "d366b0697d19fd215963b3a973cc29d09e427235541720c56d911a67e9963ebb",
+         "plan": "22106aef8b9b4e133ff3d37f105f6a1a17a97097a43b1cff2579ff40e92bb6dd",
+         "anchor": "b054d906eaa6de8ed15da22a7097381843243781ec35977c2b941522adbf75df"},
+    # extraction v5: commit 444855b through 06edf7e
+    6: {"config": "12e96b6006e2dc67f0107a028209f0d890df0db0752cc23bcb7cdbffc1862ed1",
+         "plan": "ed218b5829664dd6512f754edbd9880a8ec413c78a3a37df44fe4f00adfec2ca",
+         "anchor": "f157eec0cb59e9df5ab4c8a5bb52642f46ae3fcd86c6887bbad2c5aaabf31a96"},
+    # extraction v6: commit e32343f through 8fbe73f
+    7: {"config": "e1befe8f80ddf5b8090944ffab8591d9e19f89fd81eca5424d63483ff50af8d5",
+         "plan": "1c09e7954dbfbd7c364fa409b54d1ba52aaed37a200fd78a599e000d3b33c3a6",
+         "anchor": "63411030f6fb1a3ac62b840be1fede4d953b9dbb7ccacc1a06d549c1ddaa6d5e"},
+    # extraction v7: commit bd2e379 through 98fb8f7
+    8: {"config": "ee6fd96f67ed63a41e84a13129d6b3511a76db1bcb375034e5b962613ec889c3",
+         "plan": "a4b1c361a433c1a7765ad127588a5b6d09ca80d4aed1c7fa9a026ef449fc087d",
+         "anchor": "a6489a3d8e86a05a77eecdbe2da4db96b2d0d584764c6f8d38cb3f0189e460b7"},
+    # extraction v8: commit 3dec53f through a98e77d
+    9: {"config": "53ef5a96a9be92b43499b2c41fd5e00f7f73334383bc51a7b0a40e72083ac534",
+         "plan": "625cd304ba70ed94ff3ce4ff16b9b06d293e694b1418731b7045c7f94e4bd3b1",
+         "anchor": "1ff10cf84b5b41a471e6ef274cd6e0056921d57c52c3448ea9a018282489c205"},
+    # extraction v9: commit 313f6c2 through 17168f6
+    10: {"config": "0d983d0c63d1f7e3a179d6fc3449b8028bfa0041b022cde66e913e2fd7dcb3db",
+         "plan": "f1f0fccd0d0103fa9710512f33139619f7a16857e734c24351f32c0b2d0be029",
+         "anchor": "8463efd5c74b51a6c0e3882cc9ddfebe9557f686b547a27a5ae644475d864a91"},
+    # extraction v10: commit a4b1aeb through 03c0fbb
+    11: {"config": "350fdee424aad0fcdc38b6ccff4112db421d08cf567c9f765f417c91df9ba186",
+         "plan": "37b3c303ff9c5f324cea9e7127c257e1bbf776de91f96806689eac0323314ba3",
+         "anchor": "6805d28d6b16313eb412f7c221175d29ed9b82cdb3c4c9a6cd16ebc3b25ed7e9"},
+}
+"""Every value a rule change moved, kept: regex cells' hashes move with the extraction version, and no
+two versions share one."""
 NON_REGEX_PLAN = "a51bfda8bc90a1261a83d3fba8ee04d5a3b78d0a58d0b192aa5be05799212365"
 """``GRID`` with scorings logprob and symmetric only, computed by commit 4aeae9f (extraction v2)."""
 
@@ -86,10 +92,8 @@ def test_a_rule_change_moves_only_the_cells_it_reads() -> None:
     logprob = build_config({"benchmark": "bbq", "scoring": "logprob", "extraction_version": 11})
     assert '"extraction_version":2' in logprob.canonical_json()  # never read with the rules: stays 2
     assert '"extraction_version":11' in build_config({"benchmark": "bbq", "scoring": "regex"}).canonical_json()
-    assert len({GOLDEN_BEFORE_V3["config"], GOLDEN_BEFORE_V4["config"], GOLDEN_BEFORE_V5["config"],
-                GOLDEN_BEFORE_V6["config"], GOLDEN_BEFORE_V7["config"], GOLDEN_BEFORE_V8["config"],
-                GOLDEN_BEFORE_V9["config"], GOLDEN_BEFORE_V10["config"], GOLDEN_BEFORE_V11["config"],
-                GOLDEN["config"]}) == 10
+    assert sorted(GOLDEN_BEFORE) == list(range(3, 12))
+    assert len({before["config"] for before in GOLDEN_BEFORE.values()} | {GOLDEN["config"]}) == 10
 
 
 def test_configuration_hashes() -> None:
