@@ -125,4 +125,9 @@ if __name__ == "__main__":
     import sys
 
     # a later corpus's folder (tests/extraction_corpus/heldout_v5), or this one
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE)
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE
+    missing = [name for name in BENCHMARKS if not (folder / f"{name}.yaml").is_file()]
+    if missing or not (folder / "written.yaml").is_file():
+        sys.exit(f"error: {folder} is not a labelled corpus (no {(missing or ['written'])[0]}.yaml) -- fix: pass a "
+                 "folder such as tests/extraction_corpus/heldout_v11")
+    main(folder)
