@@ -108,10 +108,10 @@ from .naming import has_text, letter_labels, listing, marked_with_other, negated
 from .phrases import (ANSWER_MARKER, BOTH_LETTERS, CLAUSE_END, DENIAL, FILLER, FORM_ECHO, HEDGE, LEANING, NOT_THE_ANSWER,
                       NOT_THIS_ANSWER, OPTION_MENTION, ORDINAL, PLACEHOLDER, PROMPT_ECHO, REVISION, SENTENCE_START)
 from .reading import Extraction, read_value, revised
-from .statements import checked, hedged_choice, letter_verdict, pair_referenced, undetermined
+from .statements import checked, hedged_choice, letter_verdict, pair_referenced, sure_lean, undetermined
 from .verdicts import verdict_labels
 
-EXTRACTION_VERSION = 11
+EXTRACTION_VERSION = 12
 """Bumped whenever a rule changes what is decided; part of every configuration's hash."""
 
 UNPARSED_RULES = ("empty", "instruction-echo", "echoed-options", "echoed-prompt", "letter-text-conflict", "label-verdict-conflict",
@@ -273,7 +273,7 @@ def _decide(text: str, item: Item, refusal_label: str | None, verdict_patterns: 
         found = checked(found.index, f"leading-{found.rule}", text, item, verdict_patterns, flags=found.flags)
     # 7. a hedge leaning to one option ("Yes or no? I'd lean no")
     if found is None or found.index is None:
-        found = hedged_choice(text, item, verdict_patterns) or found
+        found = hedged_choice(text, item, verdict_patterns) or sure_lean(text, item) or found
     if found is not None:
         return found
     # 7b. "the context never says": the option that says the answer cannot be told

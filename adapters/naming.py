@@ -251,12 +251,17 @@ def others_named(region: str, item: Item, index: int, *, opening: bool = False) 
 _NEGATORS = {"not", "never", "no", "nor", "myth", "false", "untrue", "few", "none"}
 
 
+_CALLED_WRONG = re.compile(r"\b(?:incorrect|wrong)\s+(?:option|answer|one|choice)\s+(?:is|would\s+be)\s*$")
+"""The words right before a mention naming it the wrong one ("The incorrect option is "The middle-aged
+guy"", v12) -- only so: "Option B is wrong: it was the middle-aged guy" names the guy as the answer."""
+
+
 def negated_mention(region: str, option: str) -> bool:
-    """Whether every mention of ``option`` in ``region`` follows a negation within three words
-    ("It was not the grandson", "It is a myth that ...")."""
+    """Whether every mention of ``option`` in ``region`` follows a negation within three words ("It
+    was not the grandson", "It is a myth that ...") or is named the wrong one (:data:`_CALLED_WRONG`)."""
     spaced, needle = f" {words(region)} ", f" {words(option)} "
     starts = [m.start() for m in re.finditer(re.escape(needle), spaced)]
-    return bool(starts) and all(any(_negating(t) for t in spaced[:at].split()[-3:])
+    return bool(starts) and all(any(_negating(t) for t in spaced[:at].split()[-3:]) or _CALLED_WRONG.search(spaced[:at])
                                 for at in starts)
 
 

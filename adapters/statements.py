@@ -11,7 +11,7 @@ import re
 
 from .items import Item
 from .naming import letter_labels, others_named, pair_reference, text_index, words
-from .phrases import CONTRAST, LEANING, LEANS_TO, LETTER_VERDICT, REVISION, UNDETERMINED
+from .phrases import CONTRAST, LEANING, LEANS_TO, LETTER_VERDICT, REVISION, SURE_LEAN, UNDETERMINED
 from .reading import Extraction, read_value
 from .verdicts import own_verdict, verdict_labels
 
@@ -107,8 +107,10 @@ def hedged_choice(text: str, item: Item, verdict_patterns: tuple[tuple[str, str]
     for match in list(LEANING.finditer(text))[:5]:  # bounded: each reading re-reads the rest
         clause = text[match.end():]
         if re.match(r"[^.;!?\n]{0,40}?\b(?:is|seems|looks|sounds|was)\s+(?:wrong|incorrect|false|unlikely|a\s+trap"
-                    r"|a\s+myth|not\s+(?:right|correct|true|it))\b", clause, re.IGNORECASE):
-            continue  # a hedge against what it names
+                    r"|a\s+myth|not\s+(?:right|correct|true|it)|less\s+likely|the\s+(?:misconception|myth|trap|stereotype)"
+                    r"|a\s+stereotype|offensive|biased)\b", clause, re.IGNORECASE) or re.match(
+                        r"\s*(?:(?:option|sentence|choice)\s+)?\(?[A-Z]\)?[.,]?\s+(?:isn't|wasn't|doesn't|does\s+not)\b", clause):
+            continue  # a hedge against what it names (v12: "... D is less likely", "... B doesn't seem right")
         clause = LEANS_TO.sub("", clause, count=1)
         found = read_value(clause, item, any_case=True) or letter_verdict(clause, item) or pair_referenced(clause, item)
         if found is None and not letter_labels(item) and (label := own_verdict(clause, text, verdict_patterns)):
@@ -129,6 +131,33 @@ def hedged_choice(text: str, item: Item, verdict_patterns: tuple[tuple[str, str]
         if any(label.lower() in words(after).split(" ") for j, label in enumerate(item.labels) if j != found.index):
             return Extraction(None, "ambiguous")
     return checked(found.index, "hedged-choice", text, item, verdict_patterns, before=text[:match.start()])
+
+
+def sure_lean(text: str, item: Item) -> Extraction | None:
+    """v12: a letter stated with a confidence short of certainty (:data:`.phrases.SURE_LEAN`: "I'm
+    fairly sure it's B, though I could be missing something"), flagged ``hedged`` -- only where it is
+    the reply's one letter: no other option named by its letter or its text anywhere, no revision,
+    and nothing in the rest of its sentence that turns it ("B, but that's a trap", "C, or possibly
+    D"). A review of the draft found each of those read as the hedge's letter when later words
+    chose another ("It's probably A; that's the common answer. The true answer is E.")."""
+    if not letter_labels(item):
+        return None
+    picks = {m.group(1) for m in SURE_LEAN.finditer(text)} & set(item.labels)
+    if len(picks) != 1:
+        return None
+    index = item.labels.index(label := picks.pop())
+    match = next(m for m in SURE_LEAN.finditer(text) if m.group(1) == label)
+    rest = re.split(r"[.!?\n]", text[match.end():], maxsplit=1)[0]
+    if re.search(r"\b(?:or|but|trap|wrong|incorrect|myth|stereotyp\w*|false|misconception|unlikely)\b", rest, re.IGNORECASE):
+        return None
+    # another label as a letter (not the pronoun "I", nor "A" as an article) or another option's text
+    letters = {m.group(1) for m in re.finditer(r"(?<![A-Za-z'])\(?([A-Z])\)?(?![A-Za-z'])(?!\s+(?:am|think|would|guess|believe|was"
+                                               r"|could|can|will|might|may|do|did|have|had)\b)(?![ \t]+[a-z])", text)}
+    spaced = f" {words(text)} "
+    if letters & set(item.labels) - {label} or REVISION.search(text) or any(
+            f" {words(option)} " in spaced for j, option in enumerate(item.options) if j != index and words(option)):
+        return None
+    return Extraction(index, "hedged-choice", ("hedged",))
 
 
 def pair_referenced(text: str, item: Item) -> Extraction | None:
@@ -171,6 +200,9 @@ def letter_verdict(text: str, item: Item) -> Extraction | None:
         return None
     picks = set()
     for match in LETTER_VERDICT.finditer(text):
+        if re.search(r"\b(?:argues?|think|thinks|says?|said|claims?|assume|believe)\s*:\s*$", text[:match.start()],
+                     re.IGNORECASE):
+            continue  # someone else's view, or one supposed ("Critics argue: A is more likely", v12)
         if match.group(1) in item.labels:
             picks.add(item.labels.index(match.group(1)))
         elif match.group(2) and len(item.labels) == 2:

@@ -5,7 +5,7 @@ The values were computed by the code at commit a722f80 (before ``hashing.py``, t
 contract and ``gridplan.RequestPlan`` existed). A run frozen then must still resume and verify, so
 any change here is a change of every existing plan's identity: never edit a value to make this pass.
 
-Deliberate changes, recorded here: extraction v3 to v11 (issue 28) changed what the regex path
+Deliberate changes, recorded here: extraction v3 to v12 (issue 28) changed what the regex path
 reads from a generation, so every configuration that reads with the rules carries its
 ``extraction_version`` and a new hash -- otherwise a run frozen under an older version would resume
 with cells read by two rule sets. ``GOLDEN_BEFORE`` keeps the values each
@@ -28,15 +28,15 @@ GRID = {"models": [{"name": "m"}], "benchmarks": ["bbq", "crows_pairs"], "templa
         "limit": 3, "exclusions": [{"template": "cot", "scoring": "symmetric"}],
         "gates": {"repeat": {"configs": [{"template": "minimal"}]}}}
 GOLDEN = {
-    "config": "1efa0730ccd6c27a414023ad4bb8602a89d7889642324f19698b3e00717e67a8",  # regex: v11
+    "config": "f33560b3cff67e71f6894ae0a59a268075740e791ebb132f936da9e19fe1ce8d",  # regex: v12
     "config2": "617b4f2f68617e285e2bcbecb6755a8032855679fbcd664f3f10cec5bc989cde",
-    "plan": "3c97d4e9490095122b337265972797ad8bbf2164081aee0575d5b2d26fc3b177",  # has regex cells: v11
+    "plan": "ac944b76dabc20b1169280e98ac54449e5e52959738af6799735fb43c6280bf5",  # has regex cells: v12
     "keys": "5da67f45d5dafceecbc848623c43dab9949342e5d2c5be51b105cf6b9d3e65cf",
     "batches": "8d26145ed2b74f8d00ed8468311b1c84194041b4c216eb4930c7217f1cf10140",
     # which batches are decoded together (issue 30, engine context-states/3): moving it moves a
     # run's bits, so it is pinned like the batches
     "decode_groups": "e0e21ee5de0780730c169e8c9a5d762d0619360fea6f8b503e79eddb005b600e",
-    "anchor": "633d71c29d47d7bd1be3091e26c5c8deae279f4c30822437f4a9dbb19d76b30a",  # covers the plan: v11
+    "anchor": "4336be154d170dadfe8e557c5ec0d7fab3dc8a359ac8ca599bf1e4cffb06bb74",  # covers the plan: v12
     "header": "53a9e9630085f808625ec3aa70f982fda9b0fe28c1a390edfbf74ef8f87009a4",
     "entry": "e859e3a3edd94256ca87352a57968ab7ce77ccc112ab4003c42e0551e0ca5bb7",
     "seed": (1902167275, "8585c8f232358bc1560d59aa4595554620600bee43ce9b081f1a1e58c41f7687"),
@@ -80,6 +80,10 @@ GOLDEN_BEFORE = {
     11: {"config": "350fdee424aad0fcdc38b6ccff4112db421d08cf567c9f765f417c91df9ba186",
          "plan": "37b3c303ff9c5f324cea9e7127c257e1bbf776de91f96806689eac0323314ba3",
          "anchor": "6805d28d6b16313eb412f7c221175d29ed9b82cdb3c4c9a6cd16ebc3b25ed7e9"},
+    # extraction v11: commit 833af8a through 15775bb
+    12: {"config": "1efa0730ccd6c27a414023ad4bb8602a89d7889642324f19698b3e00717e67a8",
+         "plan": "3c97d4e9490095122b337265972797ad8bbf2164081aee0575d5b2d26fc3b177",
+         "anchor": "633d71c29d47d7bd1be3091e26c5c8deae279f4c30822437f4a9dbb19d76b30a"},
 }
 """Every value a rule change moved, kept: regex cells' hashes move with the extraction version, and no
 two versions share one."""
@@ -89,11 +93,11 @@ NON_REGEX_PLAN = "a51bfda8bc90a1261a83d3fba8ee04d5a3b78d0a58d0b192aa5be057992123
 
 def test_a_rule_change_moves_only_the_cells_it_reads() -> None:
     assert plan(build_grid({**GRID, "scorings": ["logprob", "symmetric"]}))["plan_sha256"] == NON_REGEX_PLAN
-    logprob = build_config({"benchmark": "bbq", "scoring": "logprob", "extraction_version": 11})
+    logprob = build_config({"benchmark": "bbq", "scoring": "logprob", "extraction_version": 12})
     assert '"extraction_version":2' in logprob.canonical_json()  # never read with the rules: stays 2
-    assert '"extraction_version":11' in build_config({"benchmark": "bbq", "scoring": "regex"}).canonical_json()
-    assert sorted(GOLDEN_BEFORE) == list(range(3, 12))
-    assert len({before["config"] for before in GOLDEN_BEFORE.values()} | {GOLDEN["config"]}) == 10
+    assert '"extraction_version":12' in build_config({"benchmark": "bbq", "scoring": "regex"}).canonical_json()
+    assert sorted(GOLDEN_BEFORE) == list(range(3, 13))
+    assert len({before["config"] for before in GOLDEN_BEFORE.values()} | {GOLDEN["config"]}) == 11
 
 
 def test_configuration_hashes() -> None:
