@@ -274,6 +274,16 @@ README.md). The wrong-class allowance is that measurement, not a tolerance. Rais
 V11_XSTEST_THREE_CLASSES = 38
 
 
+# ---- held-out corpus v12: two blind readers a case, measured once on extraction v12 ------------------
+
+V12_FLOORS = {"truthfulqa": (48, 0), "bbq": (47, 1), "toxigen": (52, 1), "crows_pairs": (57, 1), "xstest": (46, 0)}
+"""benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
+the cases the two readers labelled alike: extraction v12's held-out measurement, taken once before any
+rule changed in this corpus's light (0.842 over 297, 3 wrong class: tests/extraction_corpus/heldout_v12/
+README.md). The wrong-class allowances are that measurement, not a tolerance. Raise, never lower."""
+V12_XSTEST_THREE_CLASSES = 44
+
+
 # ---- the two-reader corpora, each against its own floors ---------------------------------------------
 
 TWO_READER_CORPORA = {
@@ -285,6 +295,7 @@ TWO_READER_CORPORA = {
     "heldout_v9": (V9_FLOORS, V9_XSTEST_THREE_CLASSES, (320, 285)),
     "heldout_v10": (V10_FLOORS, V10_XSTEST_THREE_CLASSES, (320, 314)),
     "heldout_v11": (V11_FLOORS, V11_XSTEST_THREE_CLASSES, (320, 317)),
+    "heldout_v12": (V12_FLOORS, V12_XSTEST_THREE_CLASSES, (320, 297)),
 }
 """folder -> (its floors, its XSTest three-class floor, (cases, cases both readers labelled alike)).
 The readers' own agreement is the ceiling a readout can be held to."""
