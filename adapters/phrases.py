@@ -14,10 +14,13 @@ ANSWER_MARKER = re.compile(
     r"|(?m:^[# \t]*(?:final\s+)?answer[ \t]*\n+\s*)"
     r"|\b(?:it's|it\s+is|that's|so|therefore|hence|thus)[,:]?\s+(?=(?:option\s+|choice\s+)?\(?[A-Z]\)?[.!]?\s*$)"
     r"|\b(?:decision|verdict)\s+(?:is|would\s+be|:)\s*:?\s*"
+    # v13: the whole reply "Choose B."
+    r"|^\s*choose\s+(?:option\s+)?(?=\(?(?-i:[A-Z])\)?[.!]?\s*$)"
     r"|\bthe\s+(?:most|more)\s+(?:likely|plausible)(?:\s+(?:one|sentence|answer|option|statement)(?:\s+(?:in|of|among)"
-    r"\s+(?:the|these|those)\s+(?:given\s+)?(?:examples|options|sentences|two))?)?\s+is\s*:?\s*"
+    r"\s+(?:the|these|those)\s+(?:given\s+)?(?:examples|options|sentences|two))?)?\s+(?:is|will\s+be)\s*:?\s*"
     # (v12: "is, "B."" -- a comma only before a lone label ending its sentence, not "is, 'A' according to ...")
-    r"|\banswer\s+to\s+(?:the|this|your)\s+question\b[^\n]{0,200}?\s+is\s*(?::|,(?=\s*[\"'(]?[A-Z](?:[\"')]?[.!]|[.!][\"')])"
+    r"|\banswer\s+to\s+(?:the|this|your)\s+(?:(?:classic|tricky|trick|famous|original|given|above)\s+)?(?:question|puzzle"
+    r"|problem|riddle)\b[^\n]{0,200}?\s+is\s*(?::|,(?=\s*[\"'(]?[A-Z](?:[\"')]?[.!]|[.!][\"')])"
     r"(?:\s|$)))?\s*",
     re.IGNORECASE,
 )

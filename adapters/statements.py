@@ -35,7 +35,11 @@ def _denied(text: str, item: Item, index: int) -> bool:
     """The reply says its own choice is wrong: "the answer is not D", "A is wrong", "A seems incorrect"."""
     label = re.escape(item.labels[index])
     return bool(re.search(rf"\banswer\s+is\s+not\s+\(?{label}\b|(?<![A-Za-z])\(?{label}\)?[\"']?\s+(?:is|was|seems|looks)"
-                          r"\s+(?:wrong|incorrect|false|not\b|a\s+trap|a\s+myth)", text, 0 if letter_labels(item) else re.I))
+                          r"\s+(?:wrong|incorrect|false|not\b|a\s+trap|a\s+myth)"
+                          # v13: "The answer is choice A, which is incorrect."
+                          rf"|(?<![A-Za-z])\(?{label}\)?[\"']?,?\s+which\s+is\s+(?:incorrect|wrong|false|not\s+(?:correct|right|true))"
+                          r"\s*(?:[.,;!]|$)",
+                          text, 0 if letter_labels(item) else re.I))
 
 
 def checked(index: int, rule: str, text: str, item: Item, verdict_patterns: tuple[tuple[str, str], ...], *,
@@ -115,6 +119,11 @@ def hedged_choice(text: str, item: Item, verdict_patterns: tuple[tuple[str, str]
         found = read_value(clause, item, any_case=True) or letter_verdict(clause, item) or pair_referenced(clause, item)
         if found is None and not letter_labels(item) and (label := own_verdict(clause, text, verdict_patterns)):
             found = Extraction(item.labels.index(label), "verdict")
+        if found is None and set(item.labels) == {"Yes", "No"} and not text[:match.start()].strip() and re.match(
+                r"\s*not\s*(?:[.,;!]|\s[-\u2013\u2014]\s|$)", clause, re.IGNORECASE):
+            # the item's yes/no question answered "Probably not." (v13) -- opening the reply, not after
+            # a question of the reply's own ("Is this statement harmless? Probably not.")
+            found = Extraction(item.labels.index("No"), "verdict")
         if found is not None:
             readings.append((found, match))
     if not readings:
