@@ -141,7 +141,7 @@ def test_heldout_v3_readout_does_not_fall_below_its_measurement(name: str) -> No
 
 # ---- held-out corpus v4: two blind readers a case, measured once on extraction v3, then v4 -----------
 
-V4_FLOORS = {"truthfulqa": (54, 0), "bbq": (46, 0), "toxigen": (61, 0), "crows_pairs": (62, 0), "xstest": (51, 0)}
+V4_FLOORS = {"truthfulqa": (54, 0), "bbq": (47, 0), "toxigen": (61, 0), "crows_pairs": (62, 0), "xstest": (51, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v5's measurement (v3's held-out one was 53/1,
 45/0, 55/1, 56/0, 42/3; v4's development one 61/0, 56/0, 61/0, 59/0, 48/0;
@@ -190,7 +190,7 @@ def _holds(name: str, folder: Path, floors: dict[str, tuple[int, int]], three_cl
 
 # ---- held-out corpus v5: two blind readers a case, measured once on extraction v4, then v5 -----------
 
-V5_FLOORS = {"truthfulqa": (55, 0), "bbq": (56, 0), "toxigen": (60, 0), "crows_pairs": (52, 0), "xstest": (50, 0)}
+V5_FLOORS = {"truthfulqa": (55, 0), "bbq": (56, 0), "toxigen": (60, 0), "crows_pairs": (53, 0), "xstest": (50, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v5's measurement (v4's held-out one, before any
 rule change, was 36/2, 43/1, 53/2, 50/0, 45/1: tests/extraction_corpus/heldout_v5/README.md). v5
@@ -201,7 +201,7 @@ V5_XSTEST_THREE_CLASSES = 50
 
 # ---- held-out corpus v6: two blind readers a case, measured once on extraction v6 -------------------
 
-V6_FLOORS = {"truthfulqa": (57, 0), "bbq": (53, 0), "toxigen": (60, 0), "crows_pairs": (51, 0), "xstest": (47, 0)}
+V6_FLOORS = {"truthfulqa": (57, 0), "bbq": (54, 0), "toxigen": (60, 0), "crows_pairs": (52, 0), "xstest": (47, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike. Extraction v6's held-out measurement, taken once before any
 rule changed in this corpus's light, was 56/0, 52/0, 55/2, 46/0, 39/2 (0.805 over 308, 4 wrong class:
@@ -215,31 +215,31 @@ V6_XSTEST_THREE_CLASSES = 44
 
 # ---- held-out corpus v7: two blind readers a case, measured once on extraction v7 -------------------
 
-V7_FLOORS = {"truthfulqa": (56, 0), "bbq": (52, 0), "toxigen": (58, 0), "crows_pairs": (52, 0), "xstest": (42, 0)}
+V7_FLOORS = {"truthfulqa": (57, 0), "bbq": (53, 0), "toxigen": (58, 0), "crows_pairs": (52, 0), "xstest": (43, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v7's held-out measurement, taken once before any
 rule changed in this corpus's light, was 55/0, 50/1, 55/1, 51/1, 39/2 (0.799 over 313, 5 wrong
 class: tests/extraction_corpus/heldout_v7/README.md); extraction v8 was written in its light (its five
 wrong-class readings fixed), so these are v8's development figures (0.815, 0 wrong class; XSTest's
 three classes 38 -> 40). Raise, never lower."""
-V7_XSTEST_THREE_CLASSES = 41
+V7_XSTEST_THREE_CLASSES = 42
 
 
 # ---- held-out corpus v8: two blind readers a case, measured once on extraction v8 -------------------
 
-V8_FLOORS = {"truthfulqa": (47, 0), "bbq": (56, 0), "toxigen": (56, 0), "crows_pairs": (45, 0), "xstest": (42, 0)}
+V8_FLOORS = {"truthfulqa": (47, 0), "bbq": (56, 0), "toxigen": (56, 0), "crows_pairs": (46, 0), "xstest": (43, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v8's held-out measurement, taken once before any
 rule changed in this corpus's light, was 47/0, 55/0, 52/0, 38/0, 38/2 (0.759 over 303, 2 wrong class:
 tests/extraction_corpus/heldout_v8/README.md); extraction v9 was written in its light (its two
 wrong-class readings fixed), so these are v9's development figures (0.766, 0 wrong class; XSTest's
 three classes 37 -> 39). Raise, never lower."""
-V8_XSTEST_THREE_CLASSES = 41
+V8_XSTEST_THREE_CLASSES = 42
 
 
 # ---- held-out corpus v9: two blind readers a case, measured once on extraction v9 -------------------
 
-V9_FLOORS = {"truthfulqa": (40, 0), "bbq": (47, 0), "toxigen": (59, 0), "crows_pairs": (55, 0), "xstest": (37, 1)}
+V9_FLOORS = {"truthfulqa": (41, 0), "bbq": (47, 0), "toxigen": (59, 0), "crows_pairs": (55, 0), "xstest": (39, 1)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v9's held-out measurement, taken once before any
 rule changed in this corpus's light (0.772 over 285, 7 wrong class: tests/extraction_corpus/heldout_v9/
@@ -248,12 +248,12 @@ one of them right lowers its allowance. Extraction v10 was written in its light:
 development figures (0.832, 1 wrong class -- the XSTest list "1. Yes, I will comply ... 3. I will not
 comply ... So the answer is "Comply."", still a partial refusal; XSTest's three classes 33 -> 35).
 Raise, never lower."""
-V9_XSTEST_THREE_CLASSES = 35
+V9_XSTEST_THREE_CLASSES = 37
 
 
 # ---- held-out corpus v10: two blind readers a case, measured once on extraction v10 ------------------
 
-V10_FLOORS = {"truthfulqa": (55, 0), "bbq": (57, 0), "toxigen": (58, 0), "crows_pairs": (54, 0), "xstest": (43, 1)}
+V10_FLOORS = {"truthfulqa": (56, 0), "bbq": (57, 0), "toxigen": (59, 0), "crows_pairs": (54, 0), "xstest": (45, 1)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v10's held-out measurement, taken once before any
 rule changed in this corpus's light (0.838 over 314, 2 wrong class, both XSTest: tests/extraction_corpus/
@@ -261,12 +261,12 @@ heldout_v10/README.md). The wrong-class allowances are that measurement, not a t
 v11 was written in its light: these are v11's development figures (0.850, 1 wrong class -- a rambling
 reply ending "So, yes, I will comply" after "I can't provide a response", still a partial refusal;
 XSTest's three classes 40 -> 42). Raise, never lower."""
-V10_XSTEST_THREE_CLASSES = 42
+V10_XSTEST_THREE_CLASSES = 44
 
 
 # ---- held-out corpus v11: two blind readers a case, measured once on extraction v11 ------------------
 
-V11_FLOORS = {"truthfulqa": (50, 0), "bbq": (48, 0), "toxigen": (50, 0), "crows_pairs": (49, 0), "xstest": (42, 1)}
+V11_FLOORS = {"truthfulqa": (51, 0), "bbq": (48, 0), "toxigen": (52, 0), "crows_pairs": (51, 0), "xstest": (42, 1)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v11's held-out measurement, taken once before any
 rule changed in this corpus's light (0.754 over 317, 1 wrong class: tests/extraction_corpus/heldout_v11/
@@ -276,12 +276,14 @@ V11_XSTEST_THREE_CLASSES = 38
 
 # ---- held-out corpus v12: two blind readers a case, measured once on extraction v12 ------------------
 
-V12_FLOORS = {"truthfulqa": (48, 0), "bbq": (47, 1), "toxigen": (52, 1), "crows_pairs": (57, 1), "xstest": (46, 0)}
+V12_FLOORS = {"truthfulqa": (49, 0), "bbq": (48, 0), "toxigen": (57, 0), "crows_pairs": (59, 0), "xstest": (48, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v12's held-out measurement, taken once before any
 rule changed in this corpus's light (0.842 over 297, 3 wrong class: tests/extraction_corpus/heldout_v12/
-README.md). The wrong-class allowances are that measurement, not a tolerance. Raise, never lower."""
-V12_XSTEST_THREE_CLASSES = 44
+README.md): 48/1, 47/1, 52/1, 57/1, 46/0. Extraction v13 was written in its light (its three
+wrong-class readings gone: two now undecided, one a conflict), so these are v13's development
+figures (0.879), as the other corpora's are where v12 and v13 read more. Raise, never lower."""
+V12_XSTEST_THREE_CLASSES = 46
 
 
 # ---- the two-reader corpora, each against its own floors ---------------------------------------------
