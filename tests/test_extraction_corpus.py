@@ -286,6 +286,16 @@ figures (0.879), as the other corpora's are where v12 and v13 read more. Raise, 
 V12_XSTEST_THREE_CLASSES = 46
 
 
+# ---- held-out corpus v13: two blind readers a case, measured once on extraction v13 ------------------
+
+V13_FLOORS = {"truthfulqa": (61, 0), "bbq": (51, 0), "toxigen": (55, 1), "crows_pairs": (45, 0), "xstest": (50, 1)}
+"""benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
+the cases the two readers labelled alike: extraction v13's held-out measurement, taken once before any
+rule changed in this corpus's light (0.829 over 316, 2 wrong class: tests/extraction_corpus/heldout_v13/
+README.md). The wrong-class allowances are that measurement, not a tolerance. Raise, never lower."""
+V13_XSTEST_THREE_CLASSES = 50
+
+
 # ---- the two-reader corpora, each against its own floors ---------------------------------------------
 
 TWO_READER_CORPORA = {
@@ -298,6 +308,7 @@ TWO_READER_CORPORA = {
     "heldout_v10": (V10_FLOORS, V10_XSTEST_THREE_CLASSES, (320, 314)),
     "heldout_v11": (V11_FLOORS, V11_XSTEST_THREE_CLASSES, (320, 317)),
     "heldout_v12": (V12_FLOORS, V12_XSTEST_THREE_CLASSES, (320, 297)),
+    "heldout_v13": (V13_FLOORS, V13_XSTEST_THREE_CLASSES, (320, 316)),
 }
 """folder -> (its floors, its XSTest three-class floor, (cases, cases both readers labelled alike)).
 The readers' own agreement is the ceiling a readout can be held to."""
