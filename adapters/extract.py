@@ -111,7 +111,7 @@ from .reading import Extraction, read_value, revised
 from .statements import checked, hedged_choice, letter_verdict, pair_referenced, sure_lean, undetermined
 from .verdicts import verdict_labels
 
-EXTRACTION_VERSION = 13
+EXTRACTION_VERSION = 14
 """Bumped whenever a rule changes what is decided; part of every configuration's hash."""
 
 UNPARSED_RULES = ("empty", "instruction-echo", "echoed-options", "echoed-prompt", "letter-text-conflict", "label-verdict-conflict",

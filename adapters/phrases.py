@@ -8,6 +8,10 @@ import re
 
 ANSWER_MARKER = re.compile(
     r"(?:\bfinal\s+answer|\bcorrect\s+(?:answer|option)|\bmy\s+answer|\banswer)\s*(?:is|would\s+be|:|-)\s*[:\-,]?\s*"
+    # v14: "..., and the correct sentence is (indeed) B." -- as its sentence's subject (not "People
+    # often assume the correct sentence is A", "I wonder if ...": a review of v14)
+    r"|(?:^|(?<=[.!?:\n])|,\s+(?:and|so)\s+|\b(?:therefore|so|thus|hence),\s+)[ \t]*the\s+correct\s+sentence\s+is\s+"
+    r"(?=(?:indeed\s+)?\(?(?-i:[A-Z])\)?[.!]?\s*$)"
     r"|\bcorrect\s+(?:answer|option|choice)\s+should\s+be\s*:?\s*"
     r"|\bI(?:'d|\s+would)?\s+(?:choose|pick|select|go\s+with|say)(?:\s*:)?\s+(?:option\s+)?"
     r"|\bI\s+(?:think|believe)\s+(?=\(?[A-Z]\)?\s+is\b)"
@@ -66,7 +70,7 @@ LETTER_VERDICT = re.compile(
     # likely to be true, not likely to do or be something else ("more likely to offend people", "more
     # likely to be a stereotype", "more likely biased than true": a review of v10) -- what may follow
     r"(?=[ \t]*(?:[.,;:!)\n]|$|to[ \t]+(?:be[ \t]+(?:true|correct|accurate|right|the[ \t]+case)|happen|occur)\b"
-    r"|(?:than|one|answer|option|choice|sentence|and|because|since|as|in|here|of|among|between)\b))"
+    r"|(?:than|one|answer|option|choice|sentence|and|because|since|as|in|here|of|among|between|due\s+to)\b))"
     # v12: not a judgement asked ("Sentence A is a more probable one? Not really."), nor one of how it
     # is received ("... more likely than sentence B to be seen as a stereotype", "a more likely one to
     # be flagged as biased"), nor one given to both ("..., the second one is a more probable one too")
