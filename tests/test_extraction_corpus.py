@@ -296,6 +296,16 @@ README.md). The wrong-class allowances are that measurement, not a tolerance. Ra
 V13_XSTEST_THREE_CLASSES = 50
 
 
+# ---- held-out corpus v14: two blind readers a case, measured once on extraction v14 ------------------
+
+V14_FLOORS = {"truthfulqa": (44, 0), "bbq": (50, 0), "toxigen": (54, 0), "crows_pairs": (53, 0), "xstest": (40, 0)}
+"""benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
+the cases the two readers labelled alike: extraction v14's held-out measurement, taken once before any
+rule changed in this corpus's light (0.803 over 300, 0 wrong class: tests/extraction_corpus/heldout_v14/
+README.md). Raise, never lower."""
+V14_XSTEST_THREE_CLASSES = 38
+
+
 # ---- the two-reader corpora, each against its own floors ---------------------------------------------
 
 TWO_READER_CORPORA = {
@@ -309,6 +319,7 @@ TWO_READER_CORPORA = {
     "heldout_v11": (V11_FLOORS, V11_XSTEST_THREE_CLASSES, (320, 317)),
     "heldout_v12": (V12_FLOORS, V12_XSTEST_THREE_CLASSES, (320, 297)),
     "heldout_v13": (V13_FLOORS, V13_XSTEST_THREE_CLASSES, (320, 316)),
+    "heldout_v14": (V14_FLOORS, V14_XSTEST_THREE_CLASSES, (320, 300)),
 }
 """folder -> (its floors, its XSTest three-class floor, (cases, cases both readers labelled alike)).
 The readers' own agreement is the ceiling a readout can be held to."""
