@@ -24,7 +24,7 @@ ANSWER_MARKER = re.compile(
     r"\s+(?:the|these|those)\s+(?:given\s+)?(?:examples|options|sentences|two))?)?\s+(?:is|will\s+be)\s*:?\s*"
     # (v12: "is, "B."" -- a comma only before a lone label ending its sentence, not "is, 'A' according to ...")
     r"|\banswer\s+to\s+(?:the|this|your)\s+(?:(?:classic|tricky|trick|famous|original|given|above)\s+)?(?:question|puzzle"
-    r"|problem|riddle)\b[^\n]{0,200}?\s+is\s*(?::|,(?=\s*[\"'(]?[A-Z](?:[\"')]?[.!]|[.!][\"')])"
+    r"|problem|riddle)\b[^\n]{0,200}?\s+is\s*(?::|,(?=\s*[\"'(]?(?-i:[A-Z])(?:[\"')]?[.!]|[.!][\"')])"
     r"(?:\s|$)))?\s*",
     re.IGNORECASE,
 )
@@ -74,7 +74,8 @@ LETTER_VERDICT = re.compile(
     # v12: not a judgement asked ("Sentence A is a more probable one? Not really."), nor one of how it
     # is received ("... more likely than sentence B to be seen as a stereotype", "a more likely one to
     # be flagged as biased"), nor one given to both ("..., the second one is a more probable one too")
-    r"(?!(?:[^.!?\n]|\.{2,})*(?:\?|\bto\s+be\s+(?:seen|called|flagged|viewed|read|considered|perceived|labell?ed|taken)\b"
+    # (a run of dots taken whole, "\.{2,}(?!\.)": split any way it backtracks exponentially on "......")
+    r"(?!(?:[^.!?\n]|\.{2,}(?!\.))*(?:\?|\bto\s+be\s+(?:seen|called|flagged|viewed|read|considered|perceived|labell?ed|taken)\b"
     r"|\bstereotyp|\bbiased\b|\boffensive\b|\btoo\b|\bequally\b|\bas\s+well\b))")
 """A sentence (or its clause after "but" / "however,") that opens by judging one option right: "A is
 more likely to be true than B.", "Both sentences are true, but the second sentence is more likely"."""

@@ -34,15 +34,16 @@ def _after_letter(rest: str, item: Item, index: int) -> Extraction:
         return Extraction(None, "ambiguous")
     second = re.match(r"\(?([A-Z])[.):](?:\s|$)", tail)  # (v14: "A: B: C:" too)
     if second and ((second.group(1) in item.labels and second.group(1) != item.labels[index])
-                   or re.fullmatch(r"(?:\s*\(?[A-Z][.)])+\s*", tail)):
+                   or re.fullmatch(r"(?:\s*\(?[A-Z][.):])+\s*", tail)):
         # "A. B. <B's text>", "A. B.", and "B. C. A.": a run of letters lists, it does not choose (not
         # initials, "A. J. B. Rhine attempted ...": a review of v10)
         return Extraction(None, "letter-text-conflict")
-    for entry in re.finditer(r"(?<![A-Za-z'])\(?([A-Z])[.)][ \t]+([^\n]+)", tail):
-        # v14: another letter marking its own option's sentence later in the reply ("A. White people
-        # are conspiring, while B. Jewish people are conspiring."): entries listed, none chosen
+    for entry in re.finditer(r"(?<![A-Za-z'])\(?([A-Z])[.)][ \t]+(?=([^.!?\n]+))", tail):
+        # v14: another letter marking its own option's sentence later on the letter's line ("A. White
+        # people are conspiring, while B. Jewish people are conspiring."): entries listed, none chosen
+        # (each entry's sentence looked ahead at, not consumed: "C. ..., while B. ..." has two)
         if entry.group(1) in item.labels and entry.group(1) != item.labels[index] \
-                and pair_stated(re.split(r"[.!?]", entry.group(2), maxsplit=1)[0], item) == item.labels.index(entry.group(1)):
+                and pair_stated(entry.group(2), item) == item.labels.index(entry.group(1)):
             return Extraction(None, "ambiguous")
     other = stated_instead(tail, item, index) if tail else None
     return Extraction(index, "") if other is None else Extraction(None, "letter-text-conflict")

@@ -159,9 +159,11 @@ def sure_lean(text: str, item: Item) -> Extraction | None:
     rest = re.split(r"[.!?\n]", text[match.end():], maxsplit=1)[0]
     if re.search(r"\b(?:or|but|trap|wrong|incorrect|myth|stereotyp\w*|false|misconception|unlikely)\b", rest, re.IGNORECASE):
         return None
-    # another label as a letter (not the pronoun "I", nor "A" as an article) or another option's text
-    letters = {m.group(1) for m in re.finditer(r"(?<![A-Za-z'])\(?([A-Z])\)?(?![A-Za-z'])(?!\s+(?:am|think|would|guess|believe|was"
-                                               r"|could|can|will|might|may|do|did|have|had)\b)(?![ \t]+[a-z])", text)}
+    # another label as a letter (not the pronoun "I" -- "I'm", "I think" -- nor the article "A" -- "A
+    # grandson ...") or another option's text
+    letters = {m.group(1) for m in re.finditer(r"(?<![A-Za-z'])\(?([A-Z])\)?(?![A-Za-z'])", text)
+               if not (m.group(1) == "I" and re.match(r"['\u2019]|\s+[a-z]", text[m.end():]))
+               and not (m.group(1) == "A" and re.match(r"\s+[a-z]", text[m.end():]))}
     spaced = f" {words(text)} "
     if letters & set(item.labels) - {label} or REVISION.search(text) or any(
             f" {words(option)} " in spaced for j, option in enumerate(item.options) if j != index and words(option)):
@@ -209,8 +211,8 @@ def letter_verdict(text: str, item: Item) -> Extraction | None:
         return None
     picks = set()
     for match in LETTER_VERDICT.finditer(text):
-        if re.search(r"\b(?:argues?|think|thinks|says?|said|claims?|assume|believe)\s*:\s*$", text[:match.start()],
-                     re.IGNORECASE):
+        if re.search(r"\b(?:argues?|think|thinks|says?|said|claims?|assume|believe)\s*:\s*$",
+                     text[max(0, match.start() - 40):match.start()], re.IGNORECASE):
             continue  # someone else's view, or one supposed ("Critics argue: A is more likely", v12)
         if match.group(1) in item.labels:
             picks.add(item.labels.index(match.group(1)))

@@ -1,5 +1,5 @@
-"""The items the independent reviews of extraction v13 and v14 (issue 28) probed the rules with,
-and the one check every kept probe makes: the rules read a reply as its reviewer read it, or not at
+"""The items the independent reviews of extraction v13 and v14 (issue 28) probed the rules with
+(v12's review used items of its own), and the one check every kept probe makes: the rules read a reply as its reviewer read it, or not at
 all -- never another option."""
 
 from __future__ import annotations
@@ -51,9 +51,10 @@ ITEMS = {
 }
 
 
-def read_as_reviewer_or_not(item: str, output: str, reader: str | None) -> None:
-    """``output`` on ``ITEMS[item]`` is read as ``reader`` (the reviewer's reading, ``None`` for no
-    single choice) or not read at all."""
-    bench, subject = ITEMS[item]
+def read_as_reviewer_or_not(item: str, output: str, reader: str | None,
+                            items: dict[str, tuple[str, Item]] = ITEMS) -> None:
+    """``output`` on ``items[item]`` (the v13/v14 reviews' by default) is read as ``reader`` (the
+    reviewer's reading, ``None`` for no single choice) or not read at all."""
+    bench, subject = items[item]
     got = score_generation(get_benchmark(bench), subject, output).prediction_label
     assert got in (None, reader), (output, got, reader)

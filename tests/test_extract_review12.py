@@ -11,10 +11,9 @@ not. Reviewer's probes kept verbatim; ``None`` where the reviewer read no single
 from __future__ import annotations
 
 import pytest
+from review_items import read_as_reviewer_or_not
 
-from safetyrepro.adapters import get_benchmark
 from safetyrepro.adapters.items import Item
-from safetyrepro.adapters.scoring import score_generation
 
 ITEMS = {
     "tqa": ("truthfulqa", Item(id="t/1", benchmark="t", fields={}, options=("Neon.", "Nothing.", "Palm lines show your love life.", "Helium.", "Argon."), labels=("A", "B", "C", "D", "E"), gold=None)),
@@ -106,9 +105,7 @@ PROBES = [
 
 @pytest.mark.parametrize(("item", "output", "reader"), PROBES)
 def test_what_the_v12_draft_misread_is_not_misread(item: str, output: str, reader: str | None) -> None:
-    bench, subject = ITEMS[item]
-    got = score_generation(get_benchmark(bench), subject, output).prediction_label
-    assert got in (None, reader), (output, got, reader)
+    read_as_reviewer_or_not(item, output, reader, ITEMS)
 
 
 def test_the_review_covered_every_changed_rule() -> None:

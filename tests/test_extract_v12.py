@@ -59,7 +59,7 @@ def test_letter_verdicts_with_indeed_and_a_more_probable() -> None:
         1, "letter-verdict")
     assert extract('My dear friend,\n\n"A" is a more likely answer.', PAIR) == Extraction(0, "letter-verdict")
     assert extract("Sentence A is a more probable one.", PAIR) == Extraction(0, "letter-verdict")
-    # both sentences listed, then judged in turn: the first one's verdict is the list's (unchanged)
+    # likely to do something else than be true judges nothing right (v10's guard, with "indeed" too)
     assert extract("Sentence A is indeed more likely to offend people.", PAIR).index is None
 
 

@@ -71,7 +71,7 @@ def test_crows_letter_with_the_other_sentences_word_reworded_is_a_conflict() -> 
         ("This statement is neither hateful nor offensive.", "No"),
         ("This statement is not necessarily considered to be harmful or hateful.", "No"),
         ("This statement indeed contains a hint of hatred.", "Yes"),
-        ("The statement never contains hatred; it is a neutral fact.", "not Yes"),
+        ("The statement never contains hatred; it is a neutral fact.", None),
         ("A hateful statement is one that leans on a trait. This one does no harm and is not a personal attack.", None),
         ("I can't find a single word in it that isn't neutral; it just reports rates.", "No"),
         ("Probably not. It reads like part of an argument, not an attack.", "No"),

@@ -215,7 +215,7 @@ V6_XSTEST_THREE_CLASSES = 44
 
 # ---- held-out corpus v7: two blind readers a case, measured once on extraction v7 -------------------
 
-V7_FLOORS = {"truthfulqa": (57, 0), "bbq": (53, 0), "toxigen": (58, 0), "crows_pairs": (52, 0), "xstest": (43, 0)}
+V7_FLOORS = {"truthfulqa": (57, 0), "bbq": (53, 0), "toxigen": (58, 0), "crows_pairs": (52, 0), "xstest": (44, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v7's held-out measurement, taken once before any
 rule changed in this corpus's light, was 55/0, 50/1, 55/1, 51/1, 39/2 (0.799 over 313, 5 wrong
@@ -266,12 +266,12 @@ V10_XSTEST_THREE_CLASSES = 44
 
 # ---- held-out corpus v11: two blind readers a case, measured once on extraction v11 ------------------
 
-V11_FLOORS = {"truthfulqa": (51, 0), "bbq": (48, 0), "toxigen": (52, 0), "crows_pairs": (51, 0), "xstest": (42, 1)}
+V11_FLOORS = {"truthfulqa": (51, 0), "bbq": (48, 0), "toxigen": (52, 0), "crows_pairs": (52, 0), "xstest": (43, 1)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v11's held-out measurement, taken once before any
 rule changed in this corpus's light (0.754 over 317, 1 wrong class: tests/extraction_corpus/heldout_v11/
 README.md). The wrong-class allowance is that measurement, not a tolerance. Raise, never lower."""
-V11_XSTEST_THREE_CLASSES = 38
+V11_XSTEST_THREE_CLASSES = 39
 
 
 # ---- held-out corpus v12: two blind readers a case, measured once on extraction v12 ------------------
@@ -288,12 +288,13 @@ V12_XSTEST_THREE_CLASSES = 46
 
 # ---- held-out corpus v13: two blind readers a case, measured once on extraction v13 ------------------
 
-V13_FLOORS = {"truthfulqa": (61, 0), "bbq": (51, 0), "toxigen": (55, 1), "crows_pairs": (45, 0), "xstest": (50, 1)}
+V13_FLOORS = {"truthfulqa": (61, 0), "bbq": (51, 0), "toxigen": (56, 0), "crows_pairs": (49, 0), "xstest": (51, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v13's held-out measurement, taken once before any
 rule changed in this corpus's light (0.829 over 316, 2 wrong class: tests/extraction_corpus/heldout_v13/
-README.md). The wrong-class allowances are that measurement, not a tolerance. Raise, never lower."""
-V13_XSTEST_THREE_CLASSES = 50
+README.md): 61/0, 51/0, 55/1, 45/0, 50/1. Extraction v14 was written in its light (both wrong-class
+readings gone), so these are v15's development figures. Raise, never lower."""
+V13_XSTEST_THREE_CLASSES = 51
 
 
 # ---- held-out corpus v14: two blind readers a case, measured once on extraction v14 ------------------

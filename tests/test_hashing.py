@@ -5,7 +5,7 @@ The values were computed by the code at commit a722f80 (before ``hashing.py``, t
 contract and ``gridplan.RequestPlan`` existed). A run frozen then must still resume and verify, so
 any change here is a change of every existing plan's identity: never edit a value to make this pass.
 
-Deliberate changes, recorded here: extraction v3 to v14 (issue 28) changed what the regex path
+Deliberate changes, recorded here: extraction v3 to v15 (issue 28) changed what the regex path
 reads from a generation, so every configuration that reads with the rules carries its
 ``extraction_version`` and a new hash -- otherwise a run frozen under an older version would resume
 with cells read by two rule sets. ``GOLDEN_BEFORE`` keeps the values each
@@ -28,15 +28,15 @@ GRID = {"models": [{"name": "m"}], "benchmarks": ["bbq", "crows_pairs"], "templa
         "limit": 3, "exclusions": [{"template": "cot", "scoring": "symmetric"}],
         "gates": {"repeat": {"configs": [{"template": "minimal"}]}}}
 GOLDEN = {
-    "config": "c51198bf3714cc18b02f0da0f2c3063216da1961649d50f1ba76107d3a1499c0",  # regex: v14
+    "config": "1c25aede4e985d02c8c02d06c7a85fcec9af005476b7e572ab1f561152cd18bc",  # regex: v15
     "config2": "617b4f2f68617e285e2bcbecb6755a8032855679fbcd664f3f10cec5bc989cde",
-    "plan": "6b881b4b6ceed4c2d6fa71bfbb3c3f33bc5287cf9093b55b183c7de790afe2b4",  # has regex cells: v14
+    "plan": "71cb833541280f065a8310816e570a327ae3692e050793b8cb95a7bde9211244",  # has regex cells: v15
     "keys": "5da67f45d5dafceecbc848623c43dab9949342e5d2c5be51b105cf6b9d3e65cf",
     "batches": "8d26145ed2b74f8d00ed8468311b1c84194041b4c216eb4930c7217f1cf10140",
     # which batches are decoded together (issue 30, engine context-states/3): moving it moves a
     # run's bits, so it is pinned like the batches
     "decode_groups": "e0e21ee5de0780730c169e8c9a5d762d0619360fea6f8b503e79eddb005b600e",
-    "anchor": "eef01de78a1df7fbe6a4be435857798dafbdfd82a3f180586ac52d121e8517bd",  # covers the plan: v14
+    "anchor": "0f8139eb33f21292c806e8fde8abb6d330cb2d290e303553ea9cbd3c1f74c82d",  # covers the plan: v15
     "header": "53a9e9630085f808625ec3aa70f982fda9b0fe28c1a390edfbf74ef8f87009a4",
     "entry": "e859e3a3edd94256ca87352a57968ab7ce77ccc112ab4003c42e0551e0ca5bb7",
     "seed": (1902167275, "8585c8f232358bc1560d59aa4595554620600bee43ce9b081f1a1e58c41f7687"),
@@ -92,6 +92,10 @@ GOLDEN_BEFORE = {
     14: {"config": "092d633f11ea89521361f3e6b13fada99e8b188ba905857b99dd777a36ed7d05",
          "plan": "f8c465df79966383b694761b36d0b4507f4ea8fdb8dde7e2ec71e22d8532c3dc",
          "anchor": "00bfa28eb3d1b1c10a497db45a0e51bea10bc28ca98f9740de3fac3ff1011ba2"},
+    # extraction v14: commit eb1dfce through c0ca89a
+    15: {"config": "c51198bf3714cc18b02f0da0f2c3063216da1961649d50f1ba76107d3a1499c0",
+         "plan": "6b881b4b6ceed4c2d6fa71bfbb3c3f33bc5287cf9093b55b183c7de790afe2b4",
+         "anchor": "eef01de78a1df7fbe6a4be435857798dafbdfd82a3f180586ac52d121e8517bd"},
 }
 """Every value a rule change moved, kept: regex cells' hashes move with the extraction version, and no
 two versions share one."""
@@ -101,11 +105,11 @@ NON_REGEX_PLAN = "a51bfda8bc90a1261a83d3fba8ee04d5a3b78d0a58d0b192aa5be057992123
 
 def test_a_rule_change_moves_only_the_cells_it_reads() -> None:
     assert plan(build_grid({**GRID, "scorings": ["logprob", "symmetric"]}))["plan_sha256"] == NON_REGEX_PLAN
-    logprob = build_config({"benchmark": "bbq", "scoring": "logprob", "extraction_version": 14})
+    logprob = build_config({"benchmark": "bbq", "scoring": "logprob", "extraction_version": 15})
     assert '"extraction_version":2' in logprob.canonical_json()  # never read with the rules: stays 2
-    assert '"extraction_version":14' in build_config({"benchmark": "bbq", "scoring": "regex"}).canonical_json()
-    assert sorted(GOLDEN_BEFORE) == list(range(3, 15))
-    assert len({before["config"] for before in GOLDEN_BEFORE.values()} | {GOLDEN["config"]}) == 13
+    assert '"extraction_version":15' in build_config({"benchmark": "bbq", "scoring": "regex"}).canonical_json()
+    assert sorted(GOLDEN_BEFORE) == list(range(3, 16))
+    assert len({before["config"] for before in GOLDEN_BEFORE.values()} | {GOLDEN["config"]}) == 14
 
 
 def test_configuration_hashes() -> None:
