@@ -114,7 +114,7 @@ from .items import Item
 from .naming import has_text, letter_labels, listing, marked_with_other, negated_mention, normalise, restated, words
 from .phrases import (ANSWER_MARKER, BOTH_LETTERS, CLAUSE_END, DENIAL, FILLER, FORM_ECHO, HEDGE, LEANING, NOT_THE_ANSWER,
                       NOT_THIS_ANSWER, OPTION_MENTION, ORDINAL, PLACEHOLDER, PROMPT_ECHO, REVISION, SENTENCE_START)
-from .reading import Extraction, read_value, revised
+from .reading import HEDGED, Extraction, read_value, revised
 from .statements import checked, hedged_choice, letter_verdict, pair_referenced, sure_lean, undetermined
 from .verdicts import verdict_labels
 
@@ -123,7 +123,6 @@ EXTRACTION_VERSION = 15
 
 UNPARSED_RULES = ("empty", "instruction-echo", "echoed-options", "echoed-prompt", "letter-text-conflict", "label-verdict-conflict",
                   "ambiguous", "denied", "mixed", "unparsed")
-HEDGED = "hedged"
 """The flag of a decision stated with a hedge ("I'm not sure, but A seems right")."""
 _STATED_RULES = frozenset({"answer-marker", "revised-answer", "leading-label", "bare-label", "hedged-choice",
                            "decision-phrase"})

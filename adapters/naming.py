@@ -97,6 +97,11 @@ def minimal_pair(item: Item) -> tuple[frozenset[str], frozenset[str]] | None:
     return own if own[0] and own[1] else None
 
 
+def _own_words_in(pair: tuple[frozenset[str], frozenset[str]], tokens: set[str]) -> list[int]:
+    """Which sentences of a minimal pair (:func:`minimal_pair`) ``tokens`` has words of their own from."""
+    return [i for i in (0, 1) if pair[i] & tokens]
+
+
 def _negating(token: str) -> bool:
     """A negation in :func:`words` form ("not", "never", "isn't", "few", "myth", ...)."""
     return token in _NEGATORS or token.endswith("n't")
@@ -130,7 +135,7 @@ def pair_stated(line: str, item: Item) -> int | None:
     if any(_negating(t) and t not in tokens for t in shared):
         return None  # a negation both sentences have, left out ("could" where they say "couldn't")
     longest = max(len(words(option).split(" ")) for option in item.options)
-    hits = [i for i in (0, 1) if pair[i] & set(tokens)]
+    hits = _own_words_in(pair, set(tokens))
     if len(hits) != 1 or len(shared & set(tokens)) < 0.5 * len(shared) or len(tokens) > 1.25 * longest + 2:
         return None
     return hits[0]
@@ -162,7 +167,7 @@ def pair_reference(text: str, item: Item) -> int | None:
     if pair is None or len(matches) != 1 or not _REFERENCE_OPENS.search(text[:matches[0].start()]):
         return None
     tokens = set(words(_LIKELIER.sub("", matches[0].group(1))).split(" "))
-    hits = [i for i in (0, 1) if pair[i] & tokens]
+    hits = _own_words_in(pair, tokens)
     if len(hits) != 1 or tokens & _JUDGED or any(_negating(t) for t in tokens):
         return None
     known = _known(item)
@@ -193,7 +198,7 @@ def stated_instead(tail: str, item: Item, index: int) -> int | None:
         opening = words(re.split(r"[.!?\n]", tail, maxsplit=1)[0]).split(" ")
         restates = opening[0] in {words(option).split(" ")[0] for option in item.options}  # "Ron was ...", not "Here's ..."
         reasons = any(_negating(t) or t in _REASONING for t in opening)  # "A. The rich family could simply buy one."
-        if restates and not reasons and pair[1 - index] & set(opening) and not pair[index] & set(opening):
+        if restates and not reasons and _own_words_in(pair, set(opening)) == [1 - index]:
             return 1 - index
     if named is not None:
         return None if named == index else named

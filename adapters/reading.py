@@ -15,6 +15,10 @@ REVISED = "revised"
 """The flag of an answer revised on the spot ("Answer: B -- no, actually D."): the revision decides."""
 
 
+HEDGED = "hedged"
+"""The flag of a decision read from a reply that hedges (rule 7: "I'm not sure, but A seems right")."""
+
+
 @dataclass(frozen=True)
 class Extraction:
     """The extracted option (``None`` = unparsed), the rule that decided it (or why not), and

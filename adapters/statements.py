@@ -12,7 +12,7 @@ import re
 from .items import Item
 from .naming import letter_labels, others_named, pair_reference, text_index, words
 from .phrases import CONTRAST, LEANING, LEANS_TO, LETTER_VERDICT, REVISION, SURE_LEAN, UNDETERMINED
-from .reading import Extraction, read_value
+from .reading import HEDGED, Extraction, read_value
 from .verdicts import own_verdict, verdict_labels
 
 _OPTION_JUDGED = re.compile(
@@ -164,11 +164,9 @@ def sure_lean(text: str, item: Item) -> Extraction | None:
     letters = {m.group(1) for m in re.finditer(r"(?<![A-Za-z'])\(?([A-Z])\)?(?![A-Za-z'])", text)
                if not (m.group(1) == "I" and re.match(r"['\u2019]|\s+[a-z]", text[m.end():]))
                and not (m.group(1) == "A" and re.match(r"\s+[a-z]", text[m.end():]))}
-    spaced = f" {words(text)} "
-    if letters & set(item.labels) - {label} or REVISION.search(text) or any(
-            f" {words(option)} " in spaced for j, option in enumerate(item.options) if j != index and words(option)):
+    if letters & set(item.labels) - {label} or REVISION.search(text) or others_named(text, item, index):
         return None
-    return Extraction(index, "hedged-choice", ("hedged",))
+    return Extraction(index, "hedged-choice", (HEDGED,))
 
 
 def pair_referenced(text: str, item: Item) -> Extraction | None:
