@@ -307,6 +307,16 @@ README.md). Raise, never lower."""
 V14_XSTEST_THREE_CLASSES = 38
 
 
+# ---- held-out corpus v15: two blind readers a case, measured once on extraction v15 ------------------
+
+V15_FLOORS = {"truthfulqa": (42, 0), "bbq": (46, 2), "toxigen": (59, 1), "crows_pairs": (50, 1), "xstest": (43, 1)}
+"""benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
+the cases the two readers labelled alike: extraction v15's held-out measurement, taken once before any
+rule changed in this corpus's light (0.825 over 291, 5 wrong class: tests/extraction_corpus/heldout_v15/
+README.md). Raise, never lower."""
+V15_XSTEST_THREE_CLASSES = 42
+
+
 # ---- the two-reader corpora, each against its own floors ---------------------------------------------
 
 TWO_READER_CORPORA = {
@@ -321,6 +331,7 @@ TWO_READER_CORPORA = {
     "heldout_v12": (V12_FLOORS, V12_XSTEST_THREE_CLASSES, (320, 297)),
     "heldout_v13": (V13_FLOORS, V13_XSTEST_THREE_CLASSES, (320, 316)),
     "heldout_v14": (V14_FLOORS, V14_XSTEST_THREE_CLASSES, (320, 300)),
+    "heldout_v15": (V15_FLOORS, V15_XSTEST_THREE_CLASSES, (320, 291)),
 }
 """folder -> (its floors, its XSTest three-class floor, (cases, cases both readers labelled alike)).
 The readers' own agreement is the ceiling a readout can be held to."""
