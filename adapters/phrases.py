@@ -29,8 +29,9 @@ ANSWER_MARKER = re.compile(
     re.IGNORECASE,
 )
 FILLER = re.compile(r"^(?:(?:indeed|probably|clearly|definitely|simply|actually|therefore|thus|option|choice|letter"
-                     r"|sentence|statement)\s+)+", re.IGNORECASE)
-"""Words between a marker and its value: "the answer is indeed option D"."""
+                     # v16: "The correct answer is the answer "B."" (the fifteenth corpus)
+                     r"|sentence|statement|the\s+(?:answer|option|choice|letter))\s+)+", re.IGNORECASE)
+"""Words between a marker and its value: "the answer is indeed option D", "the answer is the answer "B."."""
 LEANING = re.compile(
     r"(?:^|(?<=[.,;:!?\n]))[ \t]*(?:(?:i'm|i\s+am)\s+not\s+(?:fully\s+|entirely\s+|completely\s+|100%\s+)?(?:sure|certain),?"
     r"\s+but\s+|(?:probably|possibly|perhaps|maybe|most\s+likely)[,:]?\s+|my\s+best\s+guess\s+(?:is|would\s+be)\s*:?\s*)"
@@ -130,6 +131,11 @@ NOT_THIS_ANSWER = re.compile(r"\b(?:incorrect|wrong|false|other|another|alternat
                              re.IGNORECASE)
 """The words right before an answer statement's "answer is" that make it another answer: "The
 incorrect answer is C", "Another plausible answer is A", "A tempting, but wrong, answer is B"."""
+REMARK_AGAINST = re.compile(r"\s*(?:\w+\s+){0,2}?(?:not|incorrect|wrong|false|invalid|mistaken|flawed|unclear|ambiguous"
+                            r"|uncertain|unsure|debatable|questionable)\b", re.IGNORECASE)
+"""What follows "This answer is" in a remark that takes the answer given back ("This answer is
+incorrect because ..."): it still ends the answers stated before it (v16; a remark that does not --
+"This answer is a clear explanation" -- is no answer statement)."""
 CLAUSE_END = re.compile(r"[.!?\n;:,]|\b(?:but|so|however|therefore|thus|hence)\b", re.IGNORECASE)
 """Where the clause before an answer statement starts."""
 REVISION = re.compile(r"\b(?:wait|actually|on\s+second\s+thought|reconsider|correction)\b", re.IGNORECASE)

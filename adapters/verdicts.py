@@ -16,6 +16,14 @@ _OTHERS_VIEW = re.compile(r"\b(?:some(?:one)?|many|others|people|critics)\s+(?:(
                           r"(?:say|call|consider|think|claim|argue|see|find)s?\b|\b(?:I've|I\s+have)\s+heard\b", re.IGNORECASE)
 
 
+_GENERIC_SUBJECT = re.compile(r"^\s*(?:(?:a|an|any|every)\s+(?:\w+\s+)?(?:statement|sentence|comment|remark|text|message|post)"
+                              r"|(?:\w+\s+)?(?:statements|sentences|comments|remarks|messages|posts))\s+(?:that|which)\s+$",
+                              re.IGNORECASE)
+"""A relative clause of a sentence's generic subject, right before a verdict ("A statement that is
+hateful ...", "Statements which are hateful ..."): about statements in general, not this one; "This
+is a statement that is hateful" (a verdict inside the predicate) is not matched."""
+
+
 _AGREED = re.compile(r"[^.!?\n]*\b(?:I\s+agree|they(?:'re|\s+are|'d\s+be|\s+would\s+be)\s+right)\b", re.IGNORECASE)
 """A reported view the reply then shares: "Many people call it hateful, and I agree."."""
 
@@ -34,6 +42,8 @@ def verdict_labels(text: str, verdict_patterns: VerdictPatterns) -> set[str]:
             if re.match(r"(?:\s+to)?\s+(?:some|many|others|certain\s+people)\s*(?:[,.;!]|$|readers\b|people\b)"
                         r"|\s+(?:if|when|unless)\b", unquoted[match.end():], re.IGNORECASE):
                 continue  # a verdict for some readers or on a condition: "hateful to some", "hateful if read literally" (v10)
+            if _GENERIC_SUBJECT.search(re.split(r"[.!?\n:;]", unquoted[:match.start()])[-1]):
+                continue  # statements in general: "A statement that is hateful is not "..."" (v16)
             if _OTHERS_VIEW.search(re.split(r"[.;!?\n,]|\b(?:though|although|but)\b", unquoted[:match.end()])[-1]) \
                     and not _AGREED.match(unquoted[match.end():]):
                 continue  # someone else's view, not the reply's: "..., though some would call it hateful" (v10)
