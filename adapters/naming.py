@@ -258,7 +258,7 @@ def others_named(region: str, item: Item, index: int, *, opening: bool = False) 
             continue
         # v16: an option named without its possessive ("The Sri Lankan family home" for "The Sri Lankan
         # family's home", the fifteenth corpus) is named all the same
-        pin = needle if needle in spaced else _POSSESSIVE.sub("", needle)
+        pin = needle if needle in spaced or not _POSSESSIVE.search(needle) else _POSSESSIVE.sub("", needle)
         if pin not in spaced or needle in chosen:
             continue
         between = spaced[len(chosen) - 1:spaced.index(pin) + 1] if opening and spaced.startswith(chosen) else None
@@ -267,8 +267,10 @@ def others_named(region: str, item: Item, index: int, *, opening: bool = False) 
     return found
 
 
-_POSSESSIVE = re.compile(r"'s\b")
-"""A possessive's "'s" in :func:`words`' form ("family's" -> "family")."""
+_POSSESSIVE = re.compile(r"'s\b(?= \w)")
+"""A possessive's "'s" before the noun it qualifies, in :func:`words`' form ("family's home" ->
+"family home"); not an option that ends with one ("Tom's": every mention of Tom would name it, a
+review of v16)."""
 
 
 _NEGATORS = {"not", "never", "no", "nor", "myth", "false", "untrue", "few", "none"}

@@ -30,7 +30,10 @@ ANSWER_MARKER = re.compile(
 )
 FILLER = re.compile(r"^(?:(?:indeed|probably|clearly|definitely|simply|actually|therefore|thus|option|choice|letter"
                      # v16: "The correct answer is the answer "B."" (the fifteenth corpus)
-                     r"|sentence|statement|the\s+(?:answer|option|choice|letter))\s+)+", re.IGNORECASE)
+                     # -- only before a label standing alone, not "the answer no one wants to hear: yes", nor an
+                     # option of its own, "The answer depends on ..." (a review of v16)
+                     r"|sentence|statement|the\s+(?:answer|option|choice|letter)"
+                     r"(?=\s+(?:[\"'(]\w+[.!]?[\"')]|(?:to\s+)?\w+\s*(?:[.,;:!?)]|$))))\s+)+", re.IGNORECASE)
 """Words between a marker and its value: "the answer is indeed option D", "the answer is the answer "B."."""
 LEANING = re.compile(
     r"(?:^|(?<=[.,;:!?\n]))[ \t]*(?:(?:i'm|i\s+am)\s+not\s+(?:fully\s+|entirely\s+|completely\s+|100%\s+)?(?:sure|certain),?"
@@ -134,8 +137,17 @@ incorrect answer is C", "Another plausible answer is A", "A tempting, but wrong,
 REMARK_AGAINST = re.compile(r"\s*(?:\w+\s+){0,2}?(?:not|incorrect|wrong|false|invalid|mistaken|flawed|unclear|ambiguous"
                             r"|uncertain|unsure|debatable|questionable)\b", re.IGNORECASE)
 """What follows "This answer is" in a remark that takes the answer given back ("This answer is
-incorrect because ..."): it still ends the answers stated before it (v16; a remark that does not --
-"This answer is a clear explanation" -- is no answer statement)."""
+incorrect because ..."): it still ends the answers stated before it (v16)."""
+REMARK_FOR = re.compile(r"\s*(?:\w+\s+){0,3}?(?:correct|accurate|based|supported|backed|consistent|sound|appropriate"
+                        r"|justified|given|a\s+clear|a\s+concise|an?\s+(?:example|instance|illustration)\s+of|reflects?"
+                        r"|more\s+likely|(?<!partly\s)(?<!partially\s)right|the\s+(?:best|safest|only|most))\b"
+                        r"(?![^.!?\n]*\b(?:but|though|however|although|yet)\b)", re.IGNORECASE)
+"""What follows "This answer is" in a remark that approves the answer given ("This answer is a clear
+and concise explanation ...", "That answer is correct because ..."), with no turn in its sentence:
+such a remark is no answer statement (v16). Anything else after "This answer is" -- "a mistake",
+"too hasty", "tempting, but ..." -- keeps v15's reading: the remark ends the answers before it (a
+review of v16 found 31 replies the reverse test, any remark but a short list of objections, read as
+the answer the remark rejects)."""
 CLAUSE_END = re.compile(r"[.!?\n;:,]|\b(?:but|so|however|therefore|thus|hence)\b", re.IGNORECASE)
 """Where the clause before an answer statement starts."""
 REVISION = re.compile(r"\b(?:wait|actually|on\s+second\s+thought|reconsider|correction)\b", re.IGNORECASE)
