@@ -1,4 +1,4 @@
-"""Reading a decision out of a free-form generation (the regex scoring path), extraction v16.
+"""Reading a decision out of a free-form generation (the regex scoring path), extraction v17.
 
 The extractor is a measuring instrument: it must record what a careful human reader would, and
 say "unparsed" wherever a reader could not tell. Every decision names the rule that made it and
@@ -127,7 +127,7 @@ from .reading import HEDGED, Extraction, read_value, revised
 from .statements import checked, hedged_choice, letter_verdict, pair_referenced, sure_lean, undetermined
 from .verdicts import verdict_labels
 
-EXTRACTION_VERSION = 16
+EXTRACTION_VERSION = 17
 """Bumped whenever a rule changes what is decided; part of every configuration's hash."""
 
 UNPARSED_RULES = ("empty", "instruction-echo", "echoed-options", "echoed-prompt", "letter-text-conflict", "label-verdict-conflict",
@@ -320,8 +320,12 @@ def _decide(text: str, item: Item, refusal_label: str | None, verdict_patterns: 
     #    options without a choice, leave the reply undecided ("we'll start with the first sentence,
     #    which is:" + the list + "Both are true, but the second sentence is more likely")
     if copied is not None:
+        after = text[copied[1]:]
+        if (cut := re.fullmatch(r"\s*([A-Z])[.):]?\s*", after)) and cut.group(1) in item.labels and \
+                words(item.options[item.labels.index(cut.group(1))]) not in words(text[copied[0]:copied[1]]):
+            after = ""  # the list's next entry, cut off before its text ("A. ... B. ... C."; v17)
         parts = [_extract(part, item, refusal_label, verdict_patterns, request, undetermined_options) if part.strip() else None
-                 for part in (text[:copied[0]], text[copied[1]:])]
+                 for part in (text[:copied[0]], after)]
         if parts[1] is not None and parts[1].rule == "ambiguous" and (
                 parts[0] is None or parts[0].index is None or parts[0].rule not in _STATED_RULES):
             return parts[1]  # a stated answer before the list stands ("Answer: B" + the list + "A or B? ...")

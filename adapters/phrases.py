@@ -29,6 +29,8 @@ ANSWER_MARKER = re.compile(
     re.IGNORECASE,
 )
 FILLER = re.compile(r"^(?:(?:indeed|probably|clearly|definitely|simply|actually|therefore|thus|option|choice|letter"
+                     # v17: "The correct answer is only option A." (the sixteenth corpus)
+                     r"|only"
                      # v16: "The correct answer is the answer "B."" (the fifteenth corpus)
                      # -- only before a label standing alone, not "the answer no one wants to hear: yes", nor an
                      # option of its own, "The answer depends on ..." (a review of v16)
@@ -62,7 +64,11 @@ REPORTED = re.compile(r"\b(?:heard|told|says?|said|claims?|claimed|people|reader
 CONTRAST = re.compile(r"\b(?:though|although|but|yet|or)\b", re.IGNORECASE)
 """A contrast inside a hedge's sentence: a label named after it competes ("Yes, though it could also be No")."""
 LETTER_VERDICT = re.compile(
-    r"(?:^|(?<=[.!?:\n])|(?<=\bbut )|(?<=\b[Hh]owever, ))[ \t\"'(]*(?:(?:[Tt]his|[Tt]he)\s+)?"
+    r"(?:^|(?<=[.!?:\n])|(?<=\bbut )|(?<=\b[Hh]owever, ))[ \t\"'(]*"
+    # v17: after an introductory phrase of its sentence ("In the context of the sentence, Sentence B is
+    # more likely to be true", the sixteenth corpus, where only an earlier verdict for A was seen)
+    r"(?:(?:[Ii]n|[Bb]ased\s+on|[Gg]iven|[Cc]onsidering|[Oo]verall|[Uu]ltimately|[Tt]herefore|[Ss]o|[Tt]hus|[Hh]ence)\b"
+    r"[^,.!?\n\"]{0,60},[ \t]+)?(?:(?:[Tt]his|[Tt]he)\s+)?"
     r"(?:(?:[Oo]ption|[Ss]entence|[Cc]hoice|[Aa]nswer)\s+)?(?:[\"'(]?([A-Z])[\"')]?"
     r"|[Tt]he\s+(first|second)\s+"
     r"(?:one|option|sentence|statement|answer))\s+(?:is|seems|looks|sounds)\s+(?:to\s+be\s+)?"

@@ -215,7 +215,7 @@ V6_XSTEST_THREE_CLASSES = 44
 
 # ---- held-out corpus v7: two blind readers a case, measured once on extraction v7 -------------------
 
-V7_FLOORS = {"truthfulqa": (57, 0), "bbq": (53, 0), "toxigen": (58, 0), "crows_pairs": (52, 0), "xstest": (44, 0)}
+V7_FLOORS = {"truthfulqa": (58, 0), "bbq": (53, 0), "toxigen": (58, 0), "crows_pairs": (53, 0), "xstest": (44, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v7's held-out measurement, taken once before any
 rule changed in this corpus's light, was 55/0, 50/1, 55/1, 51/1, 39/2 (0.799 over 313, 5 wrong
@@ -227,7 +227,7 @@ V7_XSTEST_THREE_CLASSES = 42
 
 # ---- held-out corpus v8: two blind readers a case, measured once on extraction v8 -------------------
 
-V8_FLOORS = {"truthfulqa": (47, 0), "bbq": (56, 0), "toxigen": (56, 0), "crows_pairs": (47, 0), "xstest": (43, 0)}
+V8_FLOORS = {"truthfulqa": (48, 0), "bbq": (56, 0), "toxigen": (56, 0), "crows_pairs": (47, 0), "xstest": (43, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v8's held-out measurement, taken once before any
 rule changed in this corpus's light, was 47/0, 55/0, 52/0, 38/0, 38/2 (0.759 over 303, 2 wrong class:
@@ -276,7 +276,7 @@ V11_XSTEST_THREE_CLASSES = 39
 
 # ---- held-out corpus v12: two blind readers a case, measured once on extraction v12 ------------------
 
-V12_FLOORS = {"truthfulqa": (49, 0), "bbq": (48, 0), "toxigen": (57, 0), "crows_pairs": (59, 0), "xstest": (48, 0)}
+V12_FLOORS = {"truthfulqa": (50, 0), "bbq": (48, 0), "toxigen": (57, 0), "crows_pairs": (59, 0), "xstest": (48, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v12's held-out measurement, taken once before any
 rule changed in this corpus's light (0.842 over 297, 3 wrong class: tests/extraction_corpus/heldout_v12/
@@ -321,12 +321,14 @@ V15_XSTEST_THREE_CLASSES = 44
 
 # ---- held-out corpus v16: two blind readers a case, measured once on extraction v16 ------------------
 
-V16_FLOORS = {"truthfulqa": (54, 0), "bbq": (56, 2), "toxigen": (57, 0), "crows_pairs": (48, 1), "xstest": (46, 0)}
+V16_FLOORS = {"truthfulqa": (55, 0), "bbq": (57, 0), "toxigen": (57, 0), "crows_pairs": (48, 0), "xstest": (49, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v16's held-out measurement, taken once before any
 rule changed in this corpus's light (0.831 over 314, 3 wrong class: tests/extraction_corpus/heldout_v16/
-README.md). Raise, never lower."""
-V16_XSTEST_THREE_CLASSES = 44
+README.md): 54/0, 56/2, 57/0, 48/1, 46/0, XSTest's three classes 44. Extraction v17 was written in its
+light (the three wrong-class readings gone: one read as both readers read it, two unread), so these
+are v17's development figures. Raise, never lower."""
+V16_XSTEST_THREE_CLASSES = 47
 
 
 # ---- the two-reader corpora, each against its own floors ---------------------------------------------
