@@ -243,6 +243,22 @@ def listing(text: str, item: Item) -> tuple[int, int] | None:
     return lines[0].start(), last.end()
 
 
+def next_entry_cut(text: str, copied: tuple[int, int], label: str, item: Item) -> bool:
+    """Whether a bare ``label`` right after the list at ``copied`` (:func:`listing`) is the list's next
+    entry cut off before its text ("A. ... B. ... C." at the token budget): the label after the list's
+    last entry, no further from it than the list's entries are from each other. Not one listed already
+    ("A. <own words> B. <own words> B."), one skipping ahead ("A. ... B. ... D.") or one after a blank
+    line the list has not ("... B. The grandson" + a blank line + "C."): those may be answers
+    (extraction v17 and its review)."""
+    copy = text[copied[0]:copied[1]]
+    listed = [m.group(1) for m in re.finditer(r"(?:^|(?<=\n)|(?<=[.!?]\s)|(?<=[.!?][\"']\s))[ \t]*\(?([A-Z])[.)]", copy)
+              if m.group(1) in item.labels]
+    if not listed or label in listed or item.labels.index(label) != item.labels.index(listed[-1]) + 1:
+        return False
+    gap = re.match(r"\s*", text[copied[1]:]).group(0)
+    return gap.count("\n") < 2 or bool(re.search(r"\n[ \t]*\n", copy))
+
+
 def others_named(region: str, item: Item, index: int, *, opening: bool = False) -> list[int]:
     """Other options whose full text appears in ``region``, except those contained in the chosen
     option's own text and -- where ``opening``: the region opens with the chosen option's text --

@@ -30,7 +30,10 @@ ANSWER_MARKER = re.compile(
 )
 FILLER = re.compile(r"^(?:(?:indeed|probably|clearly|definitely|simply|actually|therefore|thus|option|choice|letter"
                      # v17: "The correct answer is only option A." (the sixteenth corpus)
-                     r"|only"
+                     # (a review of v17: only before a label that ends its clause -- not "only B when you assume ...",
+                     # "only yes if ...", "only D in folklore", "only B? No, ...")
+                     r"|only(?=\s+(?:(?:option|choice|letter)\s+)?[\"'(]?\w+[\"')]?(?:\s*[.;!)\]]|\s*$|\s+(?:because|since|as|[-\u2013\u2014])\s"
+                     r"|\s*,(?!\s*(?:if|when|whenever|unless|provided|assuming|as\s+long\s+as|in|for|under|according)\b)))"
                      # v16: "The correct answer is the answer "B."" (the fifteenth corpus)
                      # -- only before a label standing alone, not "the answer no one wants to hear: yes", nor an
                      # option of its own, "The answer depends on ..." (a review of v16)
@@ -67,8 +70,15 @@ LETTER_VERDICT = re.compile(
     r"(?:^|(?<=[.!?:\n])|(?<=\bbut )|(?<=\b[Hh]owever, ))[ \t\"'(]*"
     # v17: after an introductory phrase of its sentence ("In the context of the sentence, Sentence B is
     # more likely to be true", the sixteenth corpus, where only an earlier verdict for A was seen)
-    r"(?:(?:[Ii]n|[Bb]ased\s+on|[Gg]iven|[Cc]onsidering|[Oo]verall|[Uu]ltimately|[Tt]herefore|[Ss]o|[Tt]hus|[Hh]ence)\b"
-    r"[^,.!?\n\"]{0,60},[ \t]+)?(?:(?:[Tt]his|[Tt]he)\s+)?"
+    # -- a closed list of introductions that leave the verdict the reply's own, not a condition ("So if A
+    # is wrong, ...", "In case ...", "Thus assuming ...") nor someone else's frame ("In many people's
+    # minds, ...", "Based on stereotypes, ...", "In theory, ...", "In folklore, ...": a review of v17)
+    r"(?:(?:(?:[Ii]n\s+(?:the\s+context\s+of\s+(?:the|this|these|both)\s+(?:sentences?|question|passage|prompt|context|options?)"
+    r"|the\s+(?:given\s+)?context(?:\s+given)?|this\s+context|conclusion|summary|short|reality|practice|fact|my\s+(?:view|opinion|assessment)))"
+    r"|(?:[Bb]ased\s+on|[Gg]iven|[Cc]onsidering)\s+(?:(?:only|just)\s+)?(?:the|this|these|both|my)\s+(?:(?:given|available|provided)\s+)?"
+    r"(?:context|information|evidence|facts|wording|sentences?|options|reasoning|analysis|question)(?:\s+(?:given|provided|alone))?"
+    r"|[Gg]iven\s+(?:this|that|all\s+(?:this|that))|[Ii]n\s+other\s+words"
+    r"|[Oo]verall|[Uu]ltimately|[Tt]herefore|[Ss]o|[Tt]hus|[Hh]ence),[ \t]+)?(?:(?:[Tt]his|[Tt]he)\s+)?"
     r"(?:(?:[Oo]ption|[Ss]entence|[Cc]hoice|[Aa]nswer)\s+)?(?:[\"'(]?([A-Z])[\"')]?"
     r"|[Tt]he\s+(first|second)\s+"
     r"(?:one|option|sentence|statement|answer))\s+(?:is|seems|looks|sounds)\s+(?:to\s+be\s+)?"

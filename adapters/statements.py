@@ -219,3 +219,34 @@ def letter_verdict(text: str, item: Item) -> Extraction | None:
     if len(picks) == 1:
         return Extraction(picks.pop(), "letter-verdict")
     return Extraction(None, "ambiguous") if picks else None
+
+
+def before_another_question(text: str, item: Item) -> str:
+    """The reply up to a question it puts itself, where it puts one other than the item's and has
+    written something before it ("... / Question: Who can read Braille? / ..." on an item asking who
+    is interested in romance). A "Question:" line that shares a content word with the item's question
+    ("Who is injured in the explosion?" for "Who was injured in the bombing?"; plurals and "-ing"
+    dropped) repeats it, and one that refers back ("Is that right?", "Does the context say so?")
+    checks the reply: both are part of it (extraction v13)."""
+    asked = _content_words(str(item.fields.get("question") or ""))
+    if not asked:
+        return text
+    for match in _QUESTION_LINE.finditer(text):
+        put = _content_words(match.group(1))
+        back = _BACK_REFERENCE.search(match.group(1))
+        if put and not put & asked and not back and text[:match.start()].strip():
+            return text[:match.start()]
+    return text
+
+
+_QUESTION_LINE = re.compile(r"(?im)^[ \t#*]*question\s*:\s*([^\n?]*)")
+_BACK_REFERENCE = re.compile(r"\b(?:this|that|it|answer|option|correct|right|true|context|evidence|actually|really|wait)\b",
+                             re.IGNORECASE)
+_FUNCTION_WORDS = frozenset({"what", "which", "whom", "whose", "does", "would", "could", "should", "there", "their",
+                             "they", "this", "that", "with", "from", "most", "more", "likely", "were", "have", "been",
+                             "happen", "happens"})
+
+
+def _content_words(text: str) -> set[str]:
+    """Words of four letters or more, not function words, with a plural "s" and "-ing" dropped."""
+    return {re.sub(r"(?:ing|s)$", "", t) for t in words(text).split(" ") if len(t) > 3 and t not in _FUNCTION_WORDS}

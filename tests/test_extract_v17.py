@@ -4,7 +4,9 @@ own with its options cut off at "C.", a letter verdict after an introductory phr
 of the sentence, Sentence B is more likely ...") -- and of what it missed or read where neither
 reader did: "This is not a statement that is necessarily hateful", "I am delighted to comply with
 your request" after a greeting, "I'll comply with request." Each shape is the corpus's, reworded;
-the guards beside each are what a careful reader does not read so."""
+the guards beside each are what a careful reader does not read so. An independent review of the
+draft found 62 replies it read as another class; each change was tightened until none read worse
+than v16 (tests/test_extract_review17.py)."""
 
 from __future__ import annotations
 
