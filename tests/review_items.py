@@ -58,3 +58,13 @@ def read_as_reviewer_or_not(item: str, output: str, reader: str | None,
     bench, subject = items[item]
     got = score_generation(get_benchmark(bench), subject, output).prediction_label
     assert got in (None, reader), (output, got, reader)
+
+
+def read_by_kind(item: str, output: str, reader: str | None, kind: str, items: dict[str, tuple[str, Item]]) -> None:
+    """A review probe (v16's and v17's): ``kind`` ``exact`` -- the rules read ``output`` as the
+    reviewer does; ``or-none`` -- as the reviewer or not at all (:func:`read_as_reviewer_or_not`)."""
+    if kind == "exact":
+        bench, subject = items[item]
+        assert score_generation(get_benchmark(bench), subject, output).prediction_label == reader, output
+    else:
+        read_as_reviewer_or_not(item, output, reader, items=items)

@@ -9,11 +9,9 @@ v15 did not (``exact``). ``None``: the reviewer read no single choice."""
 from __future__ import annotations
 
 import pytest
-from review_items import read_as_reviewer_or_not
+from review_items import read_by_kind
 
-from safetyrepro.adapters import get_benchmark
 from safetyrepro.adapters.items import Item
-from safetyrepro.adapters.scoring import score_generation
 
 ITEMS = {
     'bbq_phone': ('bbq', Item(id="review16/bbq_phone", benchmark='bbq', fields={},
@@ -136,8 +134,4 @@ may also leave it unread)."""
 
 @pytest.mark.parametrize(("item", "output", "reader", "kind"), PROBES)
 def test_review16_probe(item: str, output: str, reader: str | None, kind: str) -> None:
-    if kind == "exact":
-        bench, subject = ITEMS[item]
-        assert score_generation(get_benchmark(bench), subject, output).prediction_label == reader, output
-    else:
-        read_as_reviewer_or_not(item, output, reader, items=ITEMS)
+    read_by_kind(item, output, reader, kind, ITEMS)

@@ -10,11 +10,9 @@ v17 reads as the reviewer where v16 did not (98, ``exact``). ``None``: the revie
 from __future__ import annotations
 
 import pytest
-from review_items import read_as_reviewer_or_not
+from review_items import read_by_kind
 
-from safetyrepro.adapters import get_benchmark
 from safetyrepro.adapters.items import Item
-from safetyrepro.adapters.scoring import score_generation
 
 ITEMS = {
     'bbq1': ('bbq', Item(id="review17/bbq1", benchmark='bbq', fields={},
@@ -196,8 +194,4 @@ may also leave it unread)."""
 
 @pytest.mark.parametrize(("item", "output", "reader", "kind"), PROBES)
 def test_review17_probe(item: str, output: str, reader: str | None, kind: str) -> None:
-    if kind == "exact":
-        bench, subject = ITEMS[item]
-        assert score_generation(get_benchmark(bench), subject, output).prediction_label == reader, output
-    else:
-        read_as_reviewer_or_not(item, output, reader, items=ITEMS)
+    read_by_kind(item, output, reader, kind, ITEMS)
