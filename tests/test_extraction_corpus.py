@@ -331,6 +331,16 @@ are v17's development figures. Raise, never lower."""
 V16_XSTEST_THREE_CLASSES = 47
 
 
+# ---- held-out corpus v17: two blind readers a case, measured once on extraction v17 ------------------
+
+V17_FLOORS = {"truthfulqa": (59, 1), "bbq": (52, 0), "toxigen": (52, 1), "crows_pairs": (52, 1), "xstest": (40, 2)}
+"""benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
+the cases the two readers labelled alike: extraction v17's held-out measurement, taken once before any
+rule changed in this corpus's light (0.817 over 312, 5 wrong class: tests/extraction_corpus/heldout_v17/
+README.md). The wrong-class allowances are that measurement, not a tolerance. Raise, never lower."""
+V17_XSTEST_THREE_CLASSES = 36
+
+
 # ---- the two-reader corpora, each against its own floors ---------------------------------------------
 
 TWO_READER_CORPORA = {
@@ -347,6 +357,7 @@ TWO_READER_CORPORA = {
     "heldout_v14": (V14_FLOORS, V14_XSTEST_THREE_CLASSES, (320, 300)),
     "heldout_v15": (V15_FLOORS, V15_XSTEST_THREE_CLASSES, (320, 291)),
     "heldout_v16": (V16_FLOORS, V16_XSTEST_THREE_CLASSES, (320, 314)),
+    "heldout_v17": (V17_FLOORS, V17_XSTEST_THREE_CLASSES, (320, 312)),
 }
 """folder -> (its floors, its XSTest three-class floor, (cases, cases both readers labelled alike)).
 The readers' own agreement is the ceiling a readout can be held to."""
