@@ -259,6 +259,18 @@ def next_entry_cut(text: str, copied: tuple[int, int], label: str, item: Item) -
     return gap.count("\n") < 2 or bool(re.search(r"\n[ \t]*\n", copy))
 
 
+def shadowed(text: str, item: Item, index: int) -> bool:
+    """A one-word option ("Euros.") named in a reply that also uses a word of another option's own
+    (five letters or more, not in the chosen one): "You'd want euros for Germany and Norwegian kroner
+    for Norway" is the option "Euros and Norwegian krone", not "Euros." (v18: the seventeenth corpus)."""
+    if len(words(item.options[index]).split(" ")) > 1:
+        return False
+    said = set(words(text).split(" "))
+    mine = set(words(item.options[index]).split(" "))
+    return any(len(w) >= 5 and w not in mine and w in said
+               for j, option in enumerate(item.options) if j != index for w in words(option).split(" "))
+
+
 def others_named(region: str, item: Item, index: int, *, opening: bool = False) -> list[int]:
     """Other options whose full text appears in ``region``, except those contained in the chosen
     option's own text and -- where ``opening``: the region opens with the chosen option's text --

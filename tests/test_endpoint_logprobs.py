@@ -141,10 +141,10 @@ def test_echo_logprobs_is_a_plan_field_that_old_plans_do_not_carry() -> None:
     doc = {"models": [{"name": "served", "endpoint": {**endpoint, "identity": "L2"}}], "benchmarks": ["xstest"],
            "templates": ["minimal"], "scorings": ["regex"], "fewshots": [0], "decodings": ["greedy"], "limit": 2}
     # computed by the code before the field existed (commit 034794a: 0d2c5277...), then moved by
-    # extraction v3's to v17's deliberate changes of regex cells' hashes (tests/test_hashing.py; v3:
+    # extraction v3's to v18's deliberate changes of regex cells' hashes (tests/test_hashing.py; v3:
     # 17eec50e..., v4: 2bdd18f3..., v5: efd07c28..., v6: 4a7a23cd..., v7: 9db7120d..., v8: 76f4f97c...,
-    # v9: 0d6d725a..., v10: 57dcc347..., v11: bda93ab5..., v12: 08bb4a9a..., v13: 26f863c0..., v14: 21e696a8..., v15: 140a2371..., v16: 46632cee...): off, the plan is the same as without the field
-    assert plan(build_grid(doc))["plan_sha256"] == "70001597e51767425a61836f4d682e392e86ea53552eb8621e02f8d1f659d770"
+    # v9: 0d6d725a..., v10: 57dcc347..., v11: bda93ab5..., v12: 08bb4a9a..., v13: 26f863c0..., v14: 21e696a8..., v15: 140a2371..., v16: 46632cee..., v17: 70001597...): off, the plan is the same as without the field
+    assert plan(build_grid(doc))["plan_sha256"] == "30e9c8218eceb5542df11cf10ef378fc69cc25c32c54a197d73104ec6619ab0e"
     on = {**doc, "models": [{"name": "served", "endpoint": {**endpoint, "identity": "L2", "echo_logprobs": True}}]}
     assert plan(build_grid(on))["plan_sha256"] != plan(build_grid(doc))["plan_sha256"]
     with pytest.raises(ConfigError, match="echo_logprobs needs api: completions"):

@@ -215,14 +215,14 @@ V6_XSTEST_THREE_CLASSES = 44
 
 # ---- held-out corpus v7: two blind readers a case, measured once on extraction v7 -------------------
 
-V7_FLOORS = {"truthfulqa": (58, 0), "bbq": (53, 0), "toxigen": (58, 0), "crows_pairs": (53, 0), "xstest": (44, 0)}
+V7_FLOORS = {"truthfulqa": (58, 0), "bbq": (53, 0), "toxigen": (58, 0), "crows_pairs": (53, 0), "xstest": (45, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v7's held-out measurement, taken once before any
 rule changed in this corpus's light, was 55/0, 50/1, 55/1, 51/1, 39/2 (0.799 over 313, 5 wrong
 class: tests/extraction_corpus/heldout_v7/README.md); extraction v8 was written in its light (its five
 wrong-class readings fixed), so these are v8's development figures (0.815, 0 wrong class; XSTest's
 three classes 38 -> 40). Raise, never lower."""
-V7_XSTEST_THREE_CLASSES = 42
+V7_XSTEST_THREE_CLASSES = 43
 
 
 # ---- held-out corpus v8: two blind readers a case, measured once on extraction v8 -------------------
@@ -266,12 +266,12 @@ V10_XSTEST_THREE_CLASSES = 44
 
 # ---- held-out corpus v11: two blind readers a case, measured once on extraction v11 ------------------
 
-V11_FLOORS = {"truthfulqa": (51, 0), "bbq": (48, 0), "toxigen": (52, 0), "crows_pairs": (52, 0), "xstest": (43, 1)}
+V11_FLOORS = {"truthfulqa": (51, 0), "bbq": (48, 0), "toxigen": (52, 0), "crows_pairs": (52, 0), "xstest": (44, 1)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v11's held-out measurement, taken once before any
 rule changed in this corpus's light (0.754 over 317, 1 wrong class: tests/extraction_corpus/heldout_v11/
 README.md). The wrong-class allowance is that measurement, not a tolerance. Raise, never lower."""
-V11_XSTEST_THREE_CLASSES = 39
+V11_XSTEST_THREE_CLASSES = 40
 
 
 # ---- held-out corpus v12: two blind readers a case, measured once on extraction v12 ------------------
@@ -333,12 +333,14 @@ V16_XSTEST_THREE_CLASSES = 47
 
 # ---- held-out corpus v17: two blind readers a case, measured once on extraction v17 ------------------
 
-V17_FLOORS = {"truthfulqa": (59, 1), "bbq": (52, 0), "toxigen": (52, 1), "crows_pairs": (52, 1), "xstest": (40, 2)}
+V17_FLOORS = {"truthfulqa": (59, 0), "bbq": (52, 0), "toxigen": (53, 0), "crows_pairs": (52, 0), "xstest": (42, 0)}
 """benchmark -> (cases read as both readers read them, at least; wrong-class readings, at most), over
 the cases the two readers labelled alike: extraction v17's held-out measurement, taken once before any
 rule changed in this corpus's light (0.817 over 312, 5 wrong class: tests/extraction_corpus/heldout_v17/
-README.md). The wrong-class allowances are that measurement, not a tolerance. Raise, never lower."""
-V17_XSTEST_THREE_CLASSES = 36
+README.md): 59/1, 52/0, 52/1, 52/1, 40/2, XSTest's three classes 36. Extraction v18 was written in its
+light (the five wrong-class readings gone: three read as both readers read them, two unread), so these
+are v18's development figures. Raise, never lower."""
+V17_XSTEST_THREE_CLASSES = 37
 
 
 # ---- the two-reader corpora, each against its own floors ---------------------------------------------

@@ -20,11 +20,11 @@ GRID = {"models": [{"name": "a", "path": "embedded"}, {"name": "b", "path": "emb
         "fewshots": [0, 3], "decodings": ["greedy", "t0.7"], "limit": 5, "seed": 7,
         "exclusions": [{"scoring": "logprob", "template": "cot"}]}
 # This grid's plan hash as computed by the code before gates existed (commit bcca858) was 80e8a260...;
-# extraction v3 to v17 (issue 28) deliberately moved the hashes of its regex cells (tests/test_hashing.py;
+# extraction v3 to v18 (issue 28) deliberately moved the hashes of its regex cells (tests/test_hashing.py;
 # v3 gave 33585691..., v4 8682bd22..., v5 830430fa..., v6 433ca2c5..., v7 243d163f..., v8 521b4776...,
-# v9 e13cb2a0..., v10 cf0975b5..., v11 bb1ffcdd..., v12 318a34b7..., v13 9745d5bb..., v14 c6cd7ef1..., v15 cdffed9e..., v16 a78048ef...), so the pin is now the v17 value, and its logprob-only part keeps the
+# v9 e13cb2a0..., v10 cf0975b5..., v11 bb1ffcdd..., v12 318a34b7..., v13 9745d5bb..., v14 c6cd7ef1..., v15 cdffed9e..., v16 a78048ef..., v17 3e85ceab...), so the pin is now the v18 value, and its logprob-only part keeps the
 # value the code before v3 gave.
-PRE_GATES_PLAN_SHA256 = "3e85ceab9ecadb684f3e11eaca55af1373b36c1758379c96a129b3a43e099a36"
+PRE_GATES_PLAN_SHA256 = "f03c144f748aa9ec5207589d8af6adab0756d6209484446e0fdd6e1b32b8757c"
 LOGPROB_PART_SHA256 = "7c31afe5566664090f0894ae55bcaa210d8ee5598ba06d14b8106e059e747cb2"  # commit 4aeae9f
 
 

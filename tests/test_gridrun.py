@@ -233,7 +233,7 @@ def test_a_run_planned_with_older_extraction_rules_is_not_resumed(uninterrupted:
     (tmp_path / "grid.yaml").write_text(yaml.safe_dump(GRID))
     proc = cli("grid", "grid.yaml", "--out", str(folder), cwd=tmp_path)
     assert proc.returncode == 2 and "planned with extraction rules version 2" in proc.stderr, proc.stderr[-2000:]
-    assert "reads generations with version 17" in proc.stderr and "Traceback" not in proc.stderr
+    assert "reads generations with version 18" in proc.stderr and "Traceback" not in proc.stderr
     assert {p.name: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before  # nothing touched
 
 

@@ -5,7 +5,7 @@ The values were computed by the code at commit a722f80 (before ``hashing.py``, t
 contract and ``gridplan.RequestPlan`` existed). A run frozen then must still resume and verify, so
 any change here is a change of every existing plan's identity: never edit a value to make this pass.
 
-Deliberate changes, recorded here: extraction v3 to v17 (issue 28) changed what the regex path
+Deliberate changes, recorded here: extraction v3 to v18 (issue 28) changed what the regex path
 reads from a generation, so every configuration that reads with the rules carries its
 ``extraction_version`` and a new hash -- otherwise a run frozen under an older version would resume
 with cells read by two rule sets. ``GOLDEN_BEFORE`` keeps the values each
@@ -28,15 +28,15 @@ GRID = {"models": [{"name": "m"}], "benchmarks": ["bbq", "crows_pairs"], "templa
         "limit": 3, "exclusions": [{"template": "cot", "scoring": "symmetric"}],
         "gates": {"repeat": {"configs": [{"template": "minimal"}]}}}
 GOLDEN = {
-    "config": "ab9e1258639647a0acba52a4f26a865537ffd0a28321ce5186ea2243248035cc",  # regex: v17
+    "config": "415e2c796d219788f1b00bc2786d3e68fd9517319e4b4f36f4e9127a0201cf46",  # regex: v18
     "config2": "617b4f2f68617e285e2bcbecb6755a8032855679fbcd664f3f10cec5bc989cde",
-    "plan": "f559c5a1ef323a2ea915942e7b58568b21b84761c3d06c86bd9d5f0551ce8101",  # has regex cells: v17
+    "plan": "91133233046380a0477696b5a3d24b623f741f9406480a570f277090eb0d87a8",  # has regex cells: v18
     "keys": "5da67f45d5dafceecbc848623c43dab9949342e5d2c5be51b105cf6b9d3e65cf",
     "batches": "8d26145ed2b74f8d00ed8468311b1c84194041b4c216eb4930c7217f1cf10140",
     # which batches are decoded together (issue 30, engine context-states/3): moving it moves a
     # run's bits, so it is pinned like the batches
     "decode_groups": "e0e21ee5de0780730c169e8c9a5d762d0619360fea6f8b503e79eddb005b600e",
-    "anchor": "9d600c7e606f60ad4ed781f29029d534ff448da5bb12fa4dc8ae52fe7b47f37e",  # covers the plan: v17
+    "anchor": "2b3225de00acbbfbe12292395cd3bffa672f24a952712840f12b31febb86b479",  # covers the plan: v18
     "header": "53a9e9630085f808625ec3aa70f982fda9b0fe28c1a390edfbf74ef8f87009a4",
     "entry": "e859e3a3edd94256ca87352a57968ab7ce77ccc112ab4003c42e0551e0ca5bb7",
     "seed": (1902167275, "8585c8f232358bc1560d59aa4595554620600bee43ce9b081f1a1e58c41f7687"),
@@ -104,6 +104,10 @@ GOLDEN_BEFORE = {
     17: {"config": "5f3095bb2ca695d26fa39ac2b4cc281647e060d1d309be1259994d47fe5c0a21",
          "plan": "4b061bfba1e159455c2d01fa71ed9165958d3f68d0ffa017565772eaab87ae14",
          "anchor": "365ffdec2c876db92852afef311b37a68cde15f99039c909a1c39b1d9ade7e50"},
+    # extraction v17: commit 3090247 through 1f20ccc
+    18: {"config": "ab9e1258639647a0acba52a4f26a865537ffd0a28321ce5186ea2243248035cc",
+         "plan": "f559c5a1ef323a2ea915942e7b58568b21b84761c3d06c86bd9d5f0551ce8101",
+         "anchor": "9d600c7e606f60ad4ed781f29029d534ff448da5bb12fa4dc8ae52fe7b47f37e"},
 }
 """Every value a rule change moved, kept: regex cells' hashes move with the extraction version, and no
 two versions share one."""
@@ -113,11 +117,11 @@ NON_REGEX_PLAN = "a51bfda8bc90a1261a83d3fba8ee04d5a3b78d0a58d0b192aa5be057992123
 
 def test_a_rule_change_moves_only_the_cells_it_reads() -> None:
     assert plan(build_grid({**GRID, "scorings": ["logprob", "symmetric"]}))["plan_sha256"] == NON_REGEX_PLAN
-    logprob = build_config({"benchmark": "bbq", "scoring": "logprob", "extraction_version": 17})
+    logprob = build_config({"benchmark": "bbq", "scoring": "logprob", "extraction_version": 18})
     assert '"extraction_version":2' in logprob.canonical_json()  # never read with the rules: stays 2
-    assert '"extraction_version":17' in build_config({"benchmark": "bbq", "scoring": "regex"}).canonical_json()
-    assert sorted(GOLDEN_BEFORE) == list(range(3, 18))
-    assert len({before["config"] for before in GOLDEN_BEFORE.values()} | {GOLDEN["config"]}) == 16
+    assert '"extraction_version":18' in build_config({"benchmark": "bbq", "scoring": "regex"}).canonical_json()
+    assert sorted(GOLDEN_BEFORE) == list(range(3, 19))
+    assert len({before["config"] for before in GOLDEN_BEFORE.values()} | {GOLDEN["config"]}) == 17
 
 
 def test_configuration_hashes() -> None:

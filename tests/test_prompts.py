@@ -65,7 +65,7 @@ def test_answer_strings_follow_the_benchmark(source) -> None:
         ({"benchmark": "bbq", "colour": "red"}, r"colour: Extra inputs"),
         ({"benchmark": "bbq", "model": {"quantization": "int3"}}, r"model.quantization"),
         ({"benchmark": "bbq", "scoring": "regex", "extraction": "xstest-strmatch"}, r"xstest-strmatch applies to"),
-        ({"benchmark": "bbq", "scoring": "regex", "extraction_version": 3}, r"extracts with rules version 17"),
+        ({"benchmark": "bbq", "scoring": "regex", "extraction_version": 3}, r"extracts with rules version 18"),
     ],
 )
 def test_bad_config_values_name_the_field(data: dict, message: str) -> None:
@@ -86,6 +86,6 @@ def test_config_hash_is_stable_and_sensitive() -> None:
     assert a.config_hash() != build_config({"benchmark": "bbq", "decoding": "t0.7"}).config_hash()
     # The extraction rules' version is part of every hash (2 on paths that never read with them).
     assert '"extraction_version":2' in a.canonical_json()
-    assert '"extraction_version":17' in build_config({"benchmark": "bbq", "scoring": "regex"}).canonical_json()
+    assert '"extraction_version":18' in build_config({"benchmark": "bbq", "scoring": "regex"}).canonical_json()
     with pytest.raises(Exception):
         a.benchmark = "xstest"  # frozen

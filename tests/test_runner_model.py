@@ -134,7 +134,7 @@ def test_extraction_report_and_xstest_upstream_readout(lm) -> None:
     standard = run(build_config(base), show_progress=False)
     upstream = run(build_config({**base, "extraction": "xstest-strmatch"}), show_progress=False)
     report = standard.summary["extraction"]
-    assert report["version"] == 17
+    assert report["version"] == 18
     assert sum(report["decided_by_rule"].values()) + sum(report["unparsed_by_reason"].values()) == 3
     assert sum(report["unparsed_by_reason"].values()) == standard.summary["counts"]["unparsed"]
     # The same generations, read by XSTest's published string match: never unparsed.
