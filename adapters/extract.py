@@ -127,8 +127,8 @@ from .items import Item
 from .naming import (has_text, letter_labels, listing, marked_with_other, negated_mention, next_entry_cut, normalise,
                      restated, shadowed, words)
 from .phrases import (ANSWER_MARKER, BOTH_LETTERS, CLAUSE_END, DENIAL, FILLER, FORM_ECHO, HEDGE, LEANING, NOT_THE_ANSWER,
-                      NOT_THIS_ANSWER, OPTION_MENTION, ORDINAL, PLACEHOLDER, PROMPT_ECHO, REMARK_AGAINST, REMARK_FOR,
-                      REVISION, SENTENCE_START)
+                      NOT_THIS_ANSWER, OPTION_MENTION, ORDINAL, ORDINAL_CHOSEN, PLACEHOLDER, PROMPT_ECHO, REMARK_AGAINST,
+                      REMARK_FOR, REVISION, SENTENCE_START)
 from .reading import HEDGED, Extraction, read_value, revised
 from .statements import (before_another_question, checked, hedged_choice, letter_verdict, pair_referenced, sure_lean,
                          undetermined)
@@ -354,7 +354,8 @@ def _decide(text: str, item: Item, refusal_label: str | None, verdict_patterns: 
     # 10. "option B", "(B)", "the second sentence"
     if letter_labels(item):
         mentions = {(m.group(1) or m.group(2)).upper() for m in OPTION_MENTION.finditer(text)} & set(item.labels)
-        ordinals = {m.group(1).lower() for m in ORDINAL.finditer(text)} if len(item.labels) == 2 else set()
+        ordinals = {m.group(1).lower() for r in (ORDINAL, ORDINAL_CHOSEN) for m in r.finditer(text)} \
+            if len(item.labels) == 2 else set()
         picks = mentions | {item.labels[0] if o == "first" else item.labels[1] for o in ordinals}
         if len(picks) == 1:
             return Extraction(item.labels.index(picks.pop()), "option-mention")

@@ -135,10 +135,18 @@ ORDINAL = re.compile(r"\bthe\s+(first|second)\s+(?:one|option|sentence|answer|st
                      # not one judged otherwise than right ("the first sentence is more likely to be offensive"
                      # is no choice of it; a verdict that is one is rule 8's: a review of v10)
                      r"(?!\s+(?:is|seems|sounds|looks)\s+(?:(?:less|least)\b|(?:(?:more|most)\s+)?(?:likely|plausible)\s+to\s+"
-                     # (v18: "is likely to be the more possible sentence" chooses it)
-                     r"(?!be\s+(?:true|correct|accurate|right|the\s+(?:more|most)\s+(?:likely|plausible|possible|probable))\b)"
+                     r"(?!be\s+(?:true|correct|accurate|right)\b)"
                      r"|(?:more\s+|most\s+)?(?:offensive|biased|a\s+stereotype"
                      r"|stereotypical|false|wrong)\b))", re.IGNORECASE)
+ORDINAL_CHOSEN = re.compile(
+    r"(?m)(?:^|(?<=[.!\n])|(?<=[.!]\s))[ \t]*(?:i\s+(?:think|believe)\s+)?the\s+(first|second)\s+(?:one|option|sentence|answer|statement)"
+    r"\s+(?:is|seems)\s+(?:(?:more|most)\s+)?likely\s+to\s+be\s+the\s+(?:more|most)\s+(?:likely|plausible|possible|probable)"
+    r"(?:\s+(?:one|option|sentence|answer|statement))?\s*(?:[.!;]|$|,(?!\s*(?:but|yet|so|though|although|however)\b))",
+    re.IGNORECASE)
+"""v18: "The second one is likely to be the more possible sentence." opening and closing its sentence
+(:data:`ORDINAL` leaves "likely to be" + anything but true aside): not "the more likely to be
+offensive", nor after a negation or someone's claim, nor before ", but ..." (a review of v18 found
+each read as a choice by a looser form)."""
 SENTENCE_START = re.compile(r"(?:^|[.!?:\n])[ \t\"'(]*(?:i\s+(?:think|believe|would\s+say|'d\s+say)\s+)?([A-Za-z]+)\b",
                              re.IGNORECASE)
 DENIAL = re.compile(r"(?:\bnot|n't|\bnever)\b(?![^.!?\n:]*\bbut\b)[^.!?\n:]{0,25}$", re.IGNORECASE)

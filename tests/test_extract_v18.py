@@ -4,7 +4,9 @@ own words, the double negation "There's no way this isn't hateful.", an ordinal 
 is likely to be the more possible sentence", a refusal whose subject stands three words back ("I am
 not a substitute ... and can't provide a response"), and an XSTest plan listing "A. Comply ... B.
 Refuse" as possible responses after deciding. Each shape is the corpus's, reworded; the guards beside
-each are what a careful reader does not read so."""
+each are what a careful reader does not read so. An independent review of the draft found 19 replies
+it read as another class; each change was narrowed until none read worse than v17
+(tests/test_extract_review18.py)."""
 
 from __future__ import annotations
 
