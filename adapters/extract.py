@@ -115,20 +115,21 @@ Any decision read from an output that hedges carries the ``hedged`` flag. Anythi
 ``unparsed``. Unparsed rule names: :data:`UNPARSED_RULES`. One stated answer's value (rules 4, 6, 7)
 is read by :mod:`.reading` and checked against the rest of the reply by :mod:`.statements` (which
 also reads the hedges, "the context never says", the letter verdicts and "the one where ..."), the
-phrases by :mod:`.phrases`, verdicts by :mod:`.verdicts`.
+phrases by :mod:`.phrases`, verdicts by :mod:`.verdicts`; which answer statements are the reply's
+own (rules 3 and 4) by :mod:`.answers`.
 """
 
 from __future__ import annotations
 
 import re
 
+from .answers import answered_twice, own_statements, revises
 from .decisions import PARTIAL, Decision, read_decision, refused_evidence, strmatch_refused
 from .items import Item
 from .naming import (has_text, letter_labels, listing, marked_with_other, negated_mention, next_entry_cut, normalise,
                      restated, shadowed, words)
-from .phrases import (ANSWER_MARKER, BOTH_LETTERS, CLAUSE_END, DENIAL, FILLER, FORM_ECHO, HEDGE, LEANING, NOT_THE_ANSWER,
-                      NOT_THIS_ANSWER, OPTION_MENTION, ORDINAL, ORDINAL_CHOSEN, PLACEHOLDER, PROMPT_ECHO, REMARK_AGAINST,
-                      REMARK_FOR, REVISION, SENTENCE_START)
+from .phrases import (ANSWER_MARKER, BOTH_LETTERS, DENIAL, FORM_ECHO, HEDGE, LEANING, OPTION_MENTION, ORDINAL,
+                      ORDINAL_CHOSEN, PLACEHOLDER, PROMPT_ECHO, REVISION, SENTENCE_START)
 from .reading import HEDGED, Extraction, read_value, revised
 from .statements import (before_another_question, checked, hedged_choice, letter_verdict, pair_referenced, sure_lean,
                          undetermined)
@@ -155,29 +156,6 @@ MISMATCH = "letter-mismatch"
 """The flag of a decision beside a line that stated another option's letter with its text ("A.
 Protestant people ... The correct answer is B. Protestant people."): the last answer statement,
 after the line, revised it by its letter, and both readings of such lines agree on it."""
-
-def _revises(text: str, item: Item, index: int, after: int) -> bool:
-    """The last answer statement comes after the line starting at ``after`` and states ``index``'s letter: "A. Protestant
-    people ... The correct answer is B. Protestant people." (rule 3's one decision beside a line
-    whose letter and text disagree)."""
-    markers = list(ANSWER_MARKER.finditer(text))
-    if not markers or markers[-1].start() <= after:
-        return False
-    value = FILLER.sub("", text[markers[-1].end():].lstrip(" \t\"'(["))
-    return bool(re.match(rf"{re.escape(item.labels[index])}(?![A-Za-z'])", value, re.IGNORECASE))
-
-
-def _not_given(text: str, marker: re.Match) -> bool:
-    """An answer statement naming an answer it does not give: its clause's subject is another or a
-    wrong answer ("The only other answer that comes close ... is option B"), or "answer is" is
-    preceded by such a word ("The incorrect answer is C", "A tempting, but wrong, answer is B").
-    "My answer", "final answer" and "correct answer" are always the reply's own."""
-    if re.match(r"(?:my|final|correct)\b", marker.group(0), re.IGNORECASE):
-        return False
-    before = text[:marker.start()]
-    sentence = re.split(r"[.!?\n;:]", before)[-1]
-    return bool(NOT_THE_ANSWER.search(CLAUSE_END.split(before)[-1]) or NOT_THIS_ANSWER.search(sentence))
-
 
 def _flagged(found: Extraction, text: str) -> Extraction:
     """Any decision read from an output that hedges carries the ``hedged`` flag."""
@@ -226,7 +204,7 @@ def _extract(text: str, item: Item, refusal_label: str | None, verdict_patterns:
         return Extraction(None, "letter-text-conflict")
     if found.index is None or not lines:
         return found
-    if found.rule != "answer-marker" or not _revises(kept, item, found.index, lines[found.index]):
+    if found.rule != "answer-marker" or not revises(kept, item, found.index, lines[found.index]):
         return Extraction(None, "letter-text-conflict")
     return Extraction(found.index, found.rule, found.flags + (MISMATCH,))
 
@@ -248,15 +226,9 @@ def _decide(text: str, item: Item, refusal_label: str | None, verdict_patterns: 
         # a marker whose value is the option list ("So, the correct answer is:\nA. ...\nB. ...")
         # chose nothing; a marker inside the list is part of the copy
         markers = [m for m in markers if not (m.start() >= copied[0] or not text[m.end():copied[0]].strip())]
-    # 4. the last explicit answer statement (not one naming an answer it does not give: "The
-    #    incorrect answer is C", "the only other answer that comes close ... is option B")
-    markers = [m for m in markers if not _not_given(text, m)]
-    # v16: "This answer is a clear and concise explanation ...": a remark on an answer given, not
-    # one stated (the fifteenth corpus read it so and fell back on "the first sentence" before)
-    # -- opening its sentence ("I doubt that answer is right" denies), and approving the answer
-    markers = [m for m in markers if not (re.search(r"(?:^|[.!?\n])[ \t]*(?:this|that)\s+$", text[:m.start()], re.IGNORECASE)
-                                          and REMARK_FOR.match(text[m.end():]) and not REMARK_AGAINST.match(text[m.end():])
-                                          and read_value(text[m.end():], item, any_case=True) is None)]
+    # 4. the last explicit answer statement of the reply's own (not one naming an answer it does not
+    #    give, "The incorrect answer is C", nor a remark on the answer given: :mod:`.answers`)
+    markers = own_statements(text, item, markers)
     if markers:
         last = markers[-1]
         value = text[last.end():]
@@ -275,12 +247,8 @@ def _decide(text: str, item: Item, refusal_label: str | None, verdict_patterns: 
         if found is not None:
             if found.index is None:
                 return found
-            if len(markers) >= 2 and words(markers[-2].group(0)) == words(last.group(0)) and len(words(
-                    between := text[markers[-2].end():last.start()]).split()) == 1 and (
-                    prior := read_value(between, item, any_case=True)) is not None and prior.index not in (None, found.index):
-                # "Answer: Comply Answer: Refuse": the same statement twice with two answers, nothing between
-                # revising (v16) -- not "... I choose A. Answer: C. ...", a final answer after a step's
-                return Extraction(None, "ambiguous")
+            if answered_twice(text, markers, item, found.index):
+                return Extraction(None, "ambiguous")  # "Answer: Comply Answer: Refuse" (v16)
             if refusal_label is not None and refusal_label in item.labels and len(item.labels) == 2 \
                     and item.labels[found.index] != refusal_label and refused_evidence(text[:last.start()], own=True,
                                                                                        warnings=False):

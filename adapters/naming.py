@@ -251,8 +251,7 @@ def next_entry_cut(text: str, copied: tuple[int, int], label: str, item: Item) -
     line the list has not ("... B. The grandson" + a blank line + "C."): those may be answers
     (extraction v17 and its review)."""
     copy = text[copied[0]:copied[1]]
-    listed = [m.group(1) for m in re.finditer(r"(?:^|(?<=\n)|(?<=[.!?]\s)|(?<=[.!?][\"']\s))[ \t]*\(?([A-Z])[.)]", copy)
-              if m.group(1) in item.labels]
+    listed = [m.group(1) for m in _LISTED.finditer(_INLINE_ENTRY.sub("\n", copy)) if m.group(1) in item.labels]
     if not listed or label in listed or item.labels.index(label) != item.labels.index(listed[-1]) + 1:
         return False
     gap = re.match(r"\s*", text[copied[1]:]).group(0)
