@@ -27,6 +27,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
 from safetyrepro.adapters import get_benchmark
+from safetyrepro.adapters.errors import SafetyReproError
 from safetyrepro.adapters.scoring import score_generation
 
 HERE = Path(__file__).parent
@@ -92,4 +93,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except SafetyReproError as error:  # the data folder: one line, no traceback
+        sys.exit(f"error: {error}")

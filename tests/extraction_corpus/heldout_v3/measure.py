@@ -19,6 +19,7 @@ import yaml
 
 from safetyrepro.adapters import get_benchmark
 from safetyrepro.adapters.datafiles import resolve_data_dir
+from safetyrepro.adapters.errors import SafetyReproError
 from safetyrepro.adapters.items import Item
 from safetyrepro.adapters.scoring import score_generation
 
@@ -130,4 +131,7 @@ if __name__ == "__main__":
     if missing or not (folder / "written.yaml").is_file():
         sys.exit(f"error: {folder} is not a labelled corpus (no {(missing or ['written'])[0]}.yaml) -- fix: pass a "
                  "folder such as tests/extraction_corpus/heldout_v11")
-    main(folder)
+    try:
+        main(folder)
+    except SafetyReproError as error:  # the data folder: one line, no traceback
+        sys.exit(f"error: {error}")
