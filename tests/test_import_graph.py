@@ -137,7 +137,7 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 LAYERS = {
     "base": ["errors", "hashing", "hookspecs", "durable", "atomic"],
     # what a measurement is: items, data, templates, cells, extraction, requests, scoring, metrics
-    "core": ["items", "phrases", "verdicts", "naming", "reading", "statements", "extract", "decisions", "prompts", "config", "datafiles", "benchmarks", "benchmarks.base", "benchmarks.bbq",
+    "core": ["items", "phrases", "verdicts", "naming", "reading", "statements", "answers", "extract", "decisions", "prompts", "config", "datafiles", "benchmarks", "benchmarks.base", "benchmarks.bbq",
              "benchmarks.crows_pairs", "benchmarks.toxigen", "benchmarks.truthfulqa", "benchmarks.xstest", "subsets",
              "metrics", "records", "symmetric", "cell", "requests", "scoring", "shapes", "_registry",
              "builtin_plugin"],
